@@ -1,0 +1,128 @@
+// Package job holds jobd's domain types: the job row, its states, progress,
+// journal events and the errors every layer shares. It knows nothing of SQL
+// or HTTP.
+package job
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// State is where a job is in its lifecycle.
+type State string
+
+// The five states of a job. Succeeded, failed and canceled are final.
+const (
+	StateQueued    State = "queued"
+	StateRunning   State = "running"
+	StateSucceeded State = "succeeded"
+	StateFailed    State = "failed"
+	StateCanceled  State = "canceled"
+)
+
+// States lists every state, in lifecycle order.
+var States = []State{StateQueued, StateRunning, StateSucceeded, StateFailed, StateCanceled}
+
+// Final reports whether no transition leaves s except an operator's retry.
+func (s State) Final() bool {
+	return s == StateSucceeded || s == StateFailed || s == StateCanceled
+}
+
+// Valid reports whether s is one of the five states.
+func (s State) Valid() bool {
+	for _, v := range States {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Defaults taken from the source documents (DESIGN.md section 2).
+const (
+	DefaultQueue       = "default"
+	DefaultPriority    = 100
+	DefaultMaxAttempts = 5
+	DefaultLeaseTTL    = 60 * time.Second
+)
+
+// Progress is what a running job last reported about itself.
+type Progress struct {
+	Phase string `json:"phase,omitempty"`
+	Done  int64  `json:"done"`
+	Total int64  `json:"total"`
+	// Items carries per-item detail (for example the state of each file of a
+	// batch); nil when the job reports none.
+	Items json.RawMessage `json:"items,omitempty"`
+}
+
+// Job is one row of the jobs table.
+type Job struct {
+	ID       uuid.UUID
+	Queue    string
+	Kind     string
+	Args     json.RawMessage
+	State    State
+	Priority int
+	RunAt    time.Time
+
+	Attempt     int
+	MaxAttempts int
+	LeaseTTL    time.Duration
+
+	// LeaseToken is the fencing token of the current claim; zero unless the
+	// job is running.
+	LeaseToken     uuid.UUID
+	LeaseOwner     string
+	LeaseExpiresAt *time.Time
+	HeartbeatAt    *time.Time
+
+	LockKey        string
+	PartitionKey   string
+	IdempotencyKey string
+	// ArgsHash is the SHA-256 of the canonical (queue, kind, args), set only
+	// when the job was submitted with active-duplicate dedupe.
+	ArgsHash string
+
+	CancelRequested bool
+	Progress        Progress
+	Checkpoint      json.RawMessage
+	Result          json.RawMessage
+	LastError       string
+
+	CreatedAt  time.Time
+	StartedAt  *time.Time
+	FinishedAt *time.Time
+	UpdatedAt  time.Time
+}
+
+// EventKind names a journal entry.
+type EventKind string
+
+// The journal's event kinds, one per transition (DESIGN.md section 2).
+const (
+	EventQueued          EventKind = "queued"
+	EventClaimed         EventKind = "claimed"
+	EventRequeued        EventKind = "requeued" // released by a node shutting down
+	EventRetried         EventKind = "retried"  // failed with attempts left, queued again
+	EventSucceeded       EventKind = "succeeded"
+	EventFailed          EventKind = "failed"
+	EventCanceled        EventKind = "canceled"
+	EventCancelRequested EventKind = "cancel-requested"
+	EventRescued         EventKind = "rescued" // lease expired, returned by the reaper
+	EventLockBusy        EventKind = "lock-busy"
+	EventManualRetry     EventKind = "manual-retry"
+)
+
+// Event is one entry of a job's journal.
+type Event struct {
+	ID      int64
+	JobID   uuid.UUID
+	At      time.Time
+	Kind    EventKind
+	Attempt int
+	// Detail is free text: an error message, a reason.
+	Detail string
+}

@@ -1,0 +1,218 @@
+// Package store defines the Store interface every database driver
+// implements, in jobd's own types. The job state machine of DESIGN.md
+// section 2 lives in the drivers' SQL: every transition is one transaction
+// whose WHERE clause checks the state (and, for a lease holder, the lease
+// token) it expects, and appends to the events journal in the same
+// transaction. The conformance suite in store/storetest holds every driver
+// to the same rules.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+
+	"jobd/job"
+)
+
+// Store is a jobd database. All methods are safe for concurrent use, and
+// every error they return wraps one of job's sentinels where one applies.
+type Store interface {
+	// Migrate brings the schema up to date. It is idempotent and safe to
+	// run from several nodes at once.
+	Migrate(ctx context.Context) error
+	// Ping checks that the database answers.
+	Ping(ctx context.Context) error
+	// Close releases the store's connections.
+	Close() error
+
+	// JobInsertMany creates jobs, in one transaction. Each params is
+	// normalised and validated first (job.InsertParams.Normalize); one bad
+	// params fails the whole call and writes nothing. A params whose
+	// IdempotencyKey matches a retained job, or (Unique == "active") whose
+	// args hash matches a queued or running job, yields that job with
+	// Created false instead of a new one. Jobs available now wake the
+	// workers of their queue (see Listen).
+	JobInsertMany(ctx context.Context, params []job.InsertParams) ([]InsertResult, error)
+	// JobGet returns one job, or job.ErrNotFound.
+	JobGet(ctx context.Context, id uuid.UUID) (*job.Job, error)
+	// JobList returns jobs matching the filter and the total count of
+	// matches (ignoring Limit and the cursor).
+	JobList(ctx context.Context, params ListParams) (*ListResult, error)
+	// JobEvents returns a job's journal, oldest first; an unknown job has
+	// none (and no error).
+	JobEvents(ctx context.Context, id uuid.UUID) ([]job.Event, error)
+
+	// JobClaim moves up to Max available jobs of Queue from queued to
+	// running, best first (priority ascending, then run_at, then id), with
+	// attempt+1, a fresh lease token each, the lease owner and an expiry of
+	// now + the job's lease TTL. A job is available when queued, its run_at
+	// has passed, its queue is not paused, and no running job holds its
+	// lock_key; of several available jobs sharing a lock_key at most one is
+	// claimed. Concurrent claimers, on any node, never receive the same job
+	// and never run two jobs of one lock_key at once.
+	JobClaim(ctx context.Context, params ClaimParams) ([]*job.Job, error)
+	// JobHeartbeat extends the leases still held (state running, token
+	// current) to now + each job's lease TTL. It reports, for each lease in
+	// order, whether it is still held and whether cancel was requested.
+	JobHeartbeat(ctx context.Context, owner string, leases []Lease) ([]HeartbeatResult, error)
+	// JobSetProgress stores progress and extends the lease, fenced by the
+	// token; job.ErrLeaseLost when the lease is not held. It reports
+	// whether cancel was requested.
+	JobSetProgress(ctx context.Context, lease Lease, progress job.Progress) (cancelRequested bool, err error)
+	// JobSetCheckpoint stores the checkpoint (kept across retries) and
+	// extends the lease, fenced like JobSetProgress.
+	JobSetCheckpoint(ctx context.Context, lease Lease, checkpoint json.RawMessage) error
+	// JobFinish applies the lease holders' outcomes, each fenced by its
+	// token, in one transaction. Results are in the order of outcomes; an
+	// outcome whose lease is not held changes nothing and reports Lost.
+	JobFinish(ctx context.Context, outcomes []Outcome) ([]FinishResult, error)
+
+	// JobCancel cancels a queued job at once (state canceled) or asks a
+	// running one to stop (cancel_requested); job.ErrWrongState when the
+	// job is already final.
+	JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error)
+	// JobRetry puts a failed or canceled job back to queued with its
+	// attempts reset and run_at now; job.ErrWrongState otherwise,
+	// job.ErrDuplicate when an active twin (same args hash) exists.
+	JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error)
+
+	// JobRescue returns running jobs whose lease expired before now to
+	// queued (run_at now), or to failed when they used all their attempts,
+	// journaling "rescued" or "failed". At most limit jobs per call.
+	JobRescue(ctx context.Context, limit int) (int, error)
+	// JobPrune deletes finished jobs (succeeded, failed, canceled) whose
+	// finished_at is before before, and their events. At most limit jobs
+	// per call.
+	JobPrune(ctx context.Context, before time.Time, limit int) (int, error)
+
+	// QueueList returns every queue that has jobs or a setting, with job
+	// counts by state.
+	QueueList(ctx context.Context) ([]QueueInfo, error)
+	// QueueSetPaused pauses or resumes a queue; a paused queue is not
+	// claimed from on any node. An unknown queue is created.
+	QueueSetPaused(ctx context.Context, queue string, paused bool) error
+
+	// LeaderAttempt makes node the leader of name for ttl when nobody else
+	// holds an unexpired term, or extends node's own term. It reports
+	// whether node leads.
+	LeaderAttempt(ctx context.Context, name, node string, ttl time.Duration) (bool, error)
+	// LeaderResign ends node's term of name, if it holds it.
+	LeaderResign(ctx context.Context, name, node string) error
+
+	// Wake tells the workers of queues, on every node sharing the database,
+	// that jobs may be available.
+	Wake(ctx context.Context, queues ...string) error
+	// Listen calls wake with a queue name each time jobs may have become
+	// available in it (an insert, a retry, a rescue, a release, a Wake) on
+	// any node, until ctx ends. wake("") means "any queue" and is sent
+	// after a reconnection, when notifications may have been missed.
+	// Listen survives database restarts, reconnecting with backoff.
+	Listen(ctx context.Context, wake func(queue string)) error
+}
+
+// InsertResult is the outcome of one insert.
+type InsertResult struct {
+	Job *job.Job
+	// Created is false when an idempotency key or an active duplicate
+	// matched an existing job, which Job then is.
+	Created bool
+}
+
+// ClaimParams says what JobClaim takes.
+type ClaimParams struct {
+	Queue string
+	Max   int
+	// Owner names the claimer (a node, or a remote worker) in lease_owner.
+	Owner string
+}
+
+// Lease identifies a claim: the job and the token its claim issued.
+type Lease struct {
+	ID    uuid.UUID
+	Token uuid.UUID
+}
+
+// HeartbeatResult is one lease's answer to JobHeartbeat.
+type HeartbeatResult struct {
+	Held            bool
+	CancelRequested bool
+}
+
+// OutcomeStatus is what the lease holder says became of a job.
+type OutcomeStatus string
+
+// Outcomes a lease holder can report.
+const (
+	// OutcomeSucceeded: state succeeded, with Result.
+	OutcomeSucceeded OutcomeStatus = "succeeded"
+	// OutcomeFailed: with Retryable and attempts left, state queued with
+	// run_at now + RetryDelay (journal "retried"); otherwise state failed.
+	// Error is kept as the job's last error either way.
+	OutcomeFailed OutcomeStatus = "failed"
+	// OutcomeCanceled: the holder honoured a cancel request; state canceled.
+	OutcomeCanceled OutcomeStatus = "canceled"
+	// OutcomeReleased: the holder gives the job back unworked (graceful
+	// shutdown); state queued, run_at now, the attempt not counted
+	// (journal "requeued").
+	OutcomeReleased OutcomeStatus = "released"
+)
+
+// Outcome is one lease holder's report for JobFinish.
+type Outcome struct {
+	Lease
+	Status     OutcomeStatus
+	Result     json.RawMessage
+	Error      string
+	Retryable  bool
+	RetryDelay time.Duration
+}
+
+// FinishResult is one outcome's effect.
+type FinishResult struct {
+	// Lost: the lease was not held; nothing changed.
+	Lost bool
+	// State the job reached.
+	State job.State
+	// RunAt of the job when it was queued again.
+	RunAt time.Time
+}
+
+// ListParams filters JobList. Zero fields do not filter.
+type ListParams struct {
+	Queue        string
+	Kind         string
+	States       []job.State
+	LockKey      string
+	PartitionKey string
+	// UpdatedSince switches to feed order: jobs with updated_at >=
+	// UpdatedSince, ascending by (updated_at, id). Otherwise jobs come
+	// newest first (id descending).
+	UpdatedSince *time.Time
+	// After continues a previous page: the last job's id (and, in feed
+	// order, its updated_at).
+	After *Cursor
+	// Limit caps the rows returned; 0 returns only the count.
+	Limit int
+}
+
+// Cursor marks the last job of a page.
+type Cursor struct {
+	ID        uuid.UUID
+	UpdatedAt time.Time
+}
+
+// ListResult is one page of jobs and the total number of matches.
+type ListResult struct {
+	Jobs  []*job.Job
+	Total int64
+}
+
+// QueueInfo describes one queue.
+type QueueInfo struct {
+	Name   string
+	Paused bool
+	Counts map[job.State]int64
+}
