@@ -102,6 +102,16 @@ type Store interface {
 	// LeaderResign ends node's term of name, if it holds it.
 	LeaderResign(ctx context.Context, name, node string) error
 
+	// KeyCreate stores an API key record (its secret only as a hash).
+	KeyCreate(ctx context.Context, key APIKey) error
+	// KeyList returns every API key record, oldest first.
+	KeyList(ctx context.Context) ([]APIKey, error)
+	// KeyByPrefix returns the key whose public prefix is prefix, or
+	// job.ErrNotFound. Revoked keys are not found.
+	KeyByPrefix(ctx context.Context, prefix string) (*APIKey, error)
+	// KeyRevoke deletes a key; job.ErrNotFound when there is none.
+	KeyRevoke(ctx context.Context, id string) error
+
 	// Wake tells the workers of queues, on every node sharing the database,
 	// that jobs may be available.
 	Wake(ctx context.Context, queues ...string) error
@@ -215,4 +225,15 @@ type QueueInfo struct {
 	Name   string
 	Paused bool
 	Counts map[job.State]int64
+}
+
+// APIKey is a stored API key. The secret itself is never stored: Hash is
+// its SHA-256, and Prefix, a public part of the key, finds the record.
+type APIKey struct {
+	ID        string
+	Name      string
+	Prefix    string
+	Hash      []byte
+	Scopes    []string
+	CreatedAt time.Time
 }
