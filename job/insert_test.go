@@ -1,0 +1,81 @@
+package job
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestNormalizeFillsDefaults(t *testing.T) {
+	p := InsertParams{Kind: "noop"}
+	hash, err := p.Normalize(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Queue != DefaultQueue || *p.Priority != DefaultPriority || p.MaxAttempts != DefaultMaxAttempts || p.LeaseTTL != DefaultLeaseTTL {
+		t.Fatalf("defaults not applied: %+v", p)
+	}
+	if string(p.Args) != "{}" {
+		t.Fatalf("args = %s, want {}", p.Args)
+	}
+	if hash != "" {
+		t.Fatalf("hash %q without unique mode", hash)
+	}
+}
+
+func TestNormalizeRejectsBadInputNamingTheField(t *testing.T) {
+	neg := -1
+	cases := map[string]InsertParams{
+		"kind":         {},
+		"priority":     {Kind: "k", Priority: &neg},
+		"max_attempts": {Kind: "k", MaxAttempts: -2},
+		"args":         {Kind: "k", Args: json.RawMessage(`[1,2]`)},
+		"unique":       {Kind: "k", Unique: "always"},
+		"queue":        {Kind: "k", Queue: "bad\nqueue"},
+		"lock_key":     {Kind: "k", LockKey: strings.Repeat("x", 300)},
+	}
+	for field, p := range cases {
+		_, err := p.Normalize(0)
+		var ve *ValidationError
+		if !errors.As(err, &ve) || ve.Field != field {
+			t.Errorf("%s: got %v, want a validation error naming %s", field, err, field)
+		}
+	}
+	big := InsertParams{Kind: "k", Args: json.RawMessage(`{"a":"` + strings.Repeat("x", 100) + `"}`)}
+	if _, err := big.Normalize(50); err == nil {
+		t.Error("args over the size limit accepted")
+	}
+	for _, bad := range []string{`null`, `"s"`, `{"a":1} {"b":2}`, `{`} {
+		p := InsertParams{Kind: "k", Args: json.RawMessage(bad)}
+		if _, err := p.Normalize(0); err == nil {
+			t.Errorf("args %s accepted", bad)
+		}
+	}
+}
+
+func TestArgsHashIsCanonical(t *testing.T) {
+	hash := func(args string) string {
+		p := InsertParams{Kind: "k", Args: json.RawMessage(args), Unique: UniqueActive}
+		h, err := p.Normalize(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	a := hash(`{"b": 1, "a": {"y": [1, {"q": null, "p": 2}], "x": null}}`)
+	b := hash(`{"a":{"y":[1,{"p":2}]},"b":1}`)
+	if a != b {
+		t.Fatal("reordered keys and dropped nulls hash differently")
+	}
+	if hash(`{"n": 9007199254740993}`) == hash(`{"n": 9007199254740992}`) {
+		t.Fatal("large integers collide")
+	}
+	if hash(`{"b": 2}`) == b {
+		t.Fatal("different args hash the same")
+	}
+	other := InsertParams{Kind: "k", Queue: "other", Args: json.RawMessage(`{"a":{"y":[1,{"p":2}]},"b":1}`), Unique: UniqueActive}
+	if h, _ := other.Normalize(0); h == b {
+		t.Fatal("queue is not part of the hash")
+	}
+}

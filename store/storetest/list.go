@@ -1,0 +1,195 @@
+package storetest
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"jobd/job"
+	"jobd/store"
+)
+
+var listTests = []test{
+	{"Filters", testListFilters},
+	{"NewestFirst", testListNewestFirst},
+	{"Paging", testListPaging},
+	{"Feed", testListFeed},
+	{"LimitZero", testListLimitZero},
+}
+
+const all = 1000 // a Limit above every test's job count
+
+// wantList requires JobList(p) to return exactly want, in order, and a
+// total of len(want).
+func (e *env) wantList(t *testing.T, what string, p store.ListParams, want ...*job.Job) {
+	t.Helper()
+	if p.Limit == 0 {
+		p.Limit = all
+	}
+	res := e.list(t, p)
+	wantIDs(t, what, res.Jobs, want...)
+	if res.Total != int64(len(want)) {
+		t.Fatalf("%s: total = %d, want %d", what, res.Total, len(want))
+	}
+}
+
+func testListFilters(t *testing.T, e *env) {
+	a1 := e.insert(t, job.InsertParams{Queue: "q1", Kind: "a", LockKey: "L1", PartitionKey: "P1"})
+	a2 := e.insert(t, job.InsertParams{Queue: "q1", Kind: "b", PartitionKey: "P2"})
+	a3 := e.insert(t, job.InsertParams{Queue: "q2", Kind: "a", Priority: prio(200), PartitionKey: "P1"})
+	a4 := e.insert(t, job.InsertParams{Queue: "q2", Kind: "b", LockKey: "L2"})
+	a5 := e.insert(t, job.InsertParams{Queue: "q1", Kind: "a"})
+	if c := e.claimOne(t, "q1"); c.ID != a1.ID {
+		t.Fatalf("claimed %s, want %s", c.ID, a1.ID)
+	}
+	c := e.claimOne(t, "q2")
+	if c.ID != a4.ID {
+		t.Fatalf("claimed %s, want %s", c.ID, a4.ID)
+	}
+	e.succeed(t, c) // now: a1 running, a4 succeeded, the rest queued
+
+	running, succeeded, queued := job.StateRunning, job.StateSucceeded, job.StateQueued
+	cases := []struct {
+		what string
+		p    store.ListParams
+		want []*job.Job
+	}{
+		{"no filter", store.ListParams{}, []*job.Job{a5, a4, a3, a2, a1}},
+		{"queue q1", store.ListParams{Queue: "q1"}, []*job.Job{a5, a2, a1}},
+		{"kind a", store.ListParams{Kind: "a"}, []*job.Job{a5, a3, a1}},
+		{"states running+succeeded", store.ListParams{States: []job.State{running, succeeded}}, []*job.Job{a4, a1}},
+		{"state queued", store.ListParams{States: []job.State{queued}}, []*job.Job{a5, a3, a2}},
+		{"lock key L1", store.ListParams{LockKey: "L1"}, []*job.Job{a1}},
+		{"partition key P1", store.ListParams{PartitionKey: "P1"}, []*job.Job{a3, a1}},
+		{"queue q1 and kind a", store.ListParams{Queue: "q1", Kind: "a"}, []*job.Job{a5, a1}},
+		{"queue q1 and queued", store.ListParams{Queue: "q1", States: []job.State{queued}}, []*job.Job{a5, a2}},
+		{"kind nobody uses", store.ListParams{Kind: "zzz"}, nil},
+		{"state failed", store.ListParams{States: []job.State{job.StateFailed}}, nil},
+	}
+	for _, c := range cases {
+		e.wantList(t, c.what, c.p, c.want...)
+	}
+}
+
+func testListNewestFirst(t *testing.T, e *env) {
+	jobs := e.insertN(t, 5, job.InsertParams{Kind: "k"})
+	// Claiming and finishing the oldest does not move it: the order is by id.
+	e.succeed(t, e.claimOne(t, job.DefaultQueue))
+	slices.Reverse(jobs)
+	e.wantList(t, "default order", store.ListParams{}, jobs...)
+}
+
+func testListPaging(t *testing.T, e *env) {
+	var mine, others []*job.Job
+	for i := range 7 {
+		mine = append(mine, e.insert(t, job.InsertParams{Queue: "q1", Kind: "k"}))
+		if i%2 == 0 {
+			others = append(others, e.insert(t, job.InsertParams{Queue: "q2", Kind: "k"}))
+		}
+	}
+	slices.Reverse(mine)
+	every := append(slices.Clone(mine), others...)
+	slices.SortFunc(every, func(a, b *job.Job) int { return -compareIDs(a, b) })
+
+	for _, c := range []struct {
+		what string
+		p    store.ListParams
+		want []*job.Job
+	}{
+		{"all jobs", store.ListParams{}, every},
+		{"queue q1", store.ListParams{Queue: "q1"}, mine},
+	} {
+		got := pages(t, e, c.what, c.p, 3, int64(len(c.want)))
+		wantIDs(t, c.what+" paged by 3", got, c.want...)
+	}
+}
+
+// pages reads every page of p, limit rows at a time, checking each page's
+// total, and returns the jobs in the order the pages gave them.
+func pages(t *testing.T, e *env, what string, p store.ListParams, limit int, total int64) []*job.Job {
+	t.Helper()
+	p.Limit = limit
+	var got []*job.Job
+	for i := 0; ; i++ {
+		if i > 100 {
+			t.Fatalf("%s: paging does not end", what)
+		}
+		res := e.list(t, p)
+		if res.Total != total {
+			t.Fatalf("%s page %d: total = %d, want %d whatever the cursor", what, i, res.Total, total)
+		}
+		if len(res.Jobs) > limit {
+			t.Fatalf("%s page %d: %d jobs over the limit %d", what, i, len(res.Jobs), limit)
+		}
+		if len(res.Jobs) == 0 {
+			return got
+		}
+		got = append(got, res.Jobs...)
+		last := res.Jobs[len(res.Jobs)-1]
+		p.After = &store.Cursor{ID: last.ID, UpdatedAt: last.UpdatedAt}
+	}
+}
+
+func testListFeed(t *testing.T, e *env) {
+	t0 := e.now()
+	jobs := e.insertN(t, 6, job.InsertParams{Kind: "k"}) // all updated at t0
+	e.clk.Advance(time.Second)
+	t1 := e.now()
+	if got := e.claim(t, job.DefaultQueue, 2); len(got) != 2 { // jobs[0] and jobs[1], updated at t1
+		t.Fatalf("claimed %d, want 2", len(got))
+	}
+	e.clk.Advance(time.Second)
+	t2 := e.now()
+	e.succeed(t, e.get(t, jobs[0].ID)) // updated at t2
+
+	feed := func(since time.Time, states ...job.State) store.ListParams {
+		return store.ListParams{UpdatedSince: &since, States: states}
+	}
+	cases := []struct {
+		what string
+		p    store.ListParams
+		want []*job.Job
+	}{
+		// Ascending by (updated_at, id): ties at t0 in id order.
+		{"feed since t0", feed(t0), []*job.Job{jobs[2], jobs[3], jobs[4], jobs[5], jobs[1], jobs[0]}},
+		{"feed since t1", feed(t1), []*job.Job{jobs[1], jobs[0]}},
+		{"feed since t2", feed(t2), []*job.Job{jobs[0]}},
+		{"feed since t2+1s", feed(t2.Add(time.Second)), nil},
+		{"feed of running since t0", feed(t0, job.StateRunning), []*job.Job{jobs[1]}},
+	}
+	for _, c := range cases {
+		e.wantList(t, c.what, c.p, c.want...)
+		for _, limit := range []int{1, 2, 4} {
+			got := pages(t, e, c.what, c.p, limit, int64(len(c.want)))
+			wantIDs(t, c.what+" paged", got, c.want...)
+		}
+	}
+	wantUpdated := map[uuid.UUID]time.Time{jobs[0].ID: t2, jobs[1].ID: t1}
+	for _, j := range e.list(t, store.ListParams{UpdatedSince: &t0, Limit: all}).Jobs {
+		want, ok := wantUpdated[j.ID]
+		if !ok {
+			want = t0
+		}
+		wantTime(t, "updated_at of "+j.ID.String(), j.UpdatedAt, want)
+	}
+}
+
+func testListLimitZero(t *testing.T, e *env) {
+	e.insertN(t, 4, job.InsertParams{Kind: "k"})
+	e.insert(t, job.InsertParams{Kind: "other"})
+	for _, c := range []struct {
+		p     store.ListParams
+		total int64
+	}{
+		{store.ListParams{}, 5},
+		{store.ListParams{Kind: "k"}, 4},
+		{store.ListParams{Kind: "none"}, 0},
+	} {
+		res := e.list(t, c.p)
+		if len(res.Jobs) != 0 || res.Total != c.total {
+			t.Fatalf("JobList %+v with limit 0: %d jobs, total %d; want no jobs, total %d", c.p, len(res.Jobs), res.Total, c.total)
+		}
+	}
+}

@@ -1,0 +1,66 @@
+// Package storetest is the conformance suite every store.Store driver runs:
+// the rules of the Store interface's doc comments and of DESIGN.md section 2,
+// written once. A driver calls Run from its TestConformance. The package
+// imports testing and is for tests only; production code must not import it.
+package storetest
+
+import (
+	"testing"
+
+	"jobd/clock"
+	"jobd/store"
+)
+
+// Opener returns a migrated store on a fresh, empty database, using c as its
+// clock; it registers its own cleanup with t.
+type Opener = func(t *testing.T, c clock.Clock) store.Store
+
+// test is one conformance test; it gets a store of its own.
+type test struct {
+	name string
+	fn   func(t *testing.T, e *env)
+}
+
+// Run runs every conformance test against stores made by open. open returns a
+// migrated store on a fresh, empty database, using c as its clock; it
+// registers its own cleanup with t.
+//
+// Tests are grouped by area (Insert, Claim, Finish, ...) and run in parallel,
+// each on its own store, so a single rule can be run with
+// go test -run 'TestConformance/Claim/Order'.
+func Run(t *testing.T, open func(t *testing.T, c clock.Clock) store.Store) {
+	groups := []struct {
+		name  string
+		tests []test
+	}{
+		{"Insert", insertTests},
+		{"Idempotency", idempotencyTests},
+		{"Claim", claimTests},
+		{"LockKey", lockTests},
+		{"Fencing", fencingTests},
+		{"Lease", leaseTests},
+		{"Finish", finishTests},
+		{"Progress", progressTests},
+		{"Cancel", cancelTests},
+		{"Retry", retryTests},
+		{"Rescue", rescueTests},
+		{"Journal", journalTests},
+		{"Prune", pruneTests},
+		{"List", listTests},
+		{"Queue", queueTests},
+		{"Leader", leaderTests},
+		{"Wakeup", wakeupTests},
+		{"Key", keyTests},
+	}
+	for _, g := range groups {
+		t.Run(g.name, func(t *testing.T) {
+			t.Parallel()
+			for _, tc := range g.tests {
+				t.Run(tc.name, func(t *testing.T) {
+					t.Parallel()
+					tc.fn(t, newEnv(t, open))
+				})
+			}
+		})
+	}
+}

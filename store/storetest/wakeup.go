@@ -1,0 +1,187 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"jobd/job"
+)
+
+var wakeupTests = []test{
+	{"Insert", testWakeInsert},
+	{"Wake", testWakeWake},
+	{"DelayedInsert", testWakeDelayedInsert},
+	{"OperatorRetry", testWakeOperatorRetry},
+	{"RetryDue", testWakeRetryDue},
+	{"Release", testWakeRelease},
+	{"Rescue", testWakeRescue},
+}
+
+// waitLimit bounds every wait for a wake-up. It is a deadline for a test
+// that would otherwise hang, not a timing assertion.
+const waitLimit = 5 * time.Second
+
+// listener collects what a store's Listen reports.
+type listener struct {
+	e        *env
+	ch       chan string
+	stopped  chan struct{}
+	err      error // Listen's return, once stopped is closed
+	overflow atomic.Bool
+	markers  int
+}
+
+// listen runs Listen until the test ends and returns once it receives wake-ups.
+func (e *env) listen(t *testing.T) *listener {
+	t.Helper()
+	l := &listener{e: e, ch: make(chan string, 4096), stopped: make(chan struct{})}
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		defer close(l.stopped)
+		l.err = e.s.Listen(ctx, func(queue string) {
+			select {
+			case l.ch <- queue:
+			default:
+				l.overflow.Store(true)
+			}
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-l.stopped }) // before the store closes
+	l.ready(t)
+	return l
+}
+
+// ready waits until Listen delivers: nothing says when it has subscribed
+// (on PostgreSQL, when LISTEN has run), so it Wakes a probe queue until the
+// probe comes back. This is the one poll of the suite, bounded by waitLimit.
+func (l *listener) ready(t *testing.T) {
+	t.Helper()
+	const probe = "storetest-probe"
+	deadline := time.Now().Add(waitLimit)
+	for time.Now().Before(deadline) {
+		if err := l.e.s.Wake(t.Context(), probe); err != nil {
+			t.Fatalf("Wake: %v", err)
+		}
+		retry := time.NewTimer(50 * time.Millisecond)
+		for waiting := true; waiting; {
+			select {
+			case q := <-l.ch:
+				if q == probe {
+					retry.Stop()
+					return
+				}
+			case <-retry.C:
+				waiting = false
+			case <-l.stopped:
+				t.Fatalf("Listen returned early: %v", l.err)
+			}
+		}
+	}
+	t.Fatalf("Listen delivered no wake-up within %s", waitLimit)
+}
+
+// waitFor waits for a wake-up naming queue, skipping others.
+func (l *listener) waitFor(t *testing.T, queue string) {
+	t.Helper()
+	deadline := time.NewTimer(waitLimit)
+	defer deadline.Stop()
+	for {
+		select {
+		case q := <-l.ch:
+			if q == queue {
+				return
+			}
+		case <-l.stopped:
+			t.Fatalf("Listen returned early: %v", l.err)
+		case <-deadline.C:
+			if l.overflow.Load() {
+				t.Fatalf("wake-ups overflowed the test's buffer")
+			}
+			t.Fatalf("no wake-up for queue %q within %s", queue, waitLimit)
+		}
+	}
+}
+
+// drain discards every wake-up sent so far: it Wakes a fresh marker queue
+// and reads up to it. Wake-ups arrive in the order they were sent (on
+// PostgreSQL, notifications come in commit order), so a wake-up that
+// arrives after drain was sent after it.
+func (l *listener) drain(t *testing.T) {
+	t.Helper()
+	l.markers++
+	marker := fmt.Sprintf("storetest-marker-%d", l.markers)
+	if err := l.e.s.Wake(t.Context(), marker); err != nil {
+		t.Fatalf("Wake: %v", err)
+	}
+	l.waitFor(t, marker)
+}
+
+func testWakeInsert(t *testing.T, e *env) {
+	l := e.listen(t)
+	e.insert(t, job.InsertParams{Queue: "mail", Kind: "k"})
+	l.waitFor(t, "mail")
+}
+
+func testWakeWake(t *testing.T, e *env) {
+	l := e.listen(t)
+	if err := e.s.Wake(t.Context(), "a", "b"); err != nil {
+		t.Fatalf("Wake: %v", err)
+	}
+	l.waitFor(t, "a")
+	l.waitFor(t, "b")
+}
+
+// testWakeDelayedInsert: a job due later wakes its queue when its run_at
+// passes, so an idle worker need not poll for it.
+func testWakeDelayedInsert(t *testing.T, e *env) {
+	l := e.listen(t)
+	e.insert(t, job.InsertParams{Queue: "later", Kind: "k", RunAt: e.now().Add(time.Minute)})
+	l.drain(t)
+	e.clk.Advance(time.Minute + time.Second)
+	l.waitFor(t, "later")
+	e.claimOne(t, "later")
+}
+
+func testWakeOperatorRetry(t *testing.T, e *env) {
+	e.insert(t, job.InsertParams{Queue: "ops", Kind: "k"})
+	c := e.claimOne(t, "ops")
+	e.fail(t, c, false, 0)
+	l := e.listen(t)
+	e.retry(t, c.ID)
+	l.waitFor(t, "ops")
+}
+
+// testWakeRetryDue: a failed attempt queued for a later retry wakes its
+// queue when the retry falls due.
+func testWakeRetryDue(t *testing.T, e *env) {
+	e.insert(t, job.InsertParams{Queue: "flaky", Kind: "k"})
+	c := e.claimOne(t, "flaky")
+	l := e.listen(t)
+	e.fail(t, c, true, 30*time.Second)
+	l.drain(t)
+	e.clk.Advance(31 * time.Second)
+	l.waitFor(t, "flaky")
+	e.claimOne(t, "flaky")
+}
+
+func testWakeRelease(t *testing.T, e *env) {
+	e.insert(t, job.InsertParams{Queue: "drain", Kind: "k"})
+	c := e.claimOne(t, "drain")
+	l := e.listen(t)
+	e.finishOne(t, releaseOf(c))
+	l.waitFor(t, "drain")
+}
+
+func testWakeRescue(t *testing.T, e *env) {
+	e.insert(t, job.InsertParams{Queue: "lost", Kind: "k", LeaseTTL: time.Minute})
+	e.claimOne(t, "lost")
+	l := e.listen(t)
+	e.clk.Advance(2 * time.Minute)
+	if n := e.rescue(t, 10); n != 1 {
+		t.Fatalf("rescued %d, want 1", n)
+	}
+	l.waitFor(t, "lost")
+}
