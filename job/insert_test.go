@@ -79,3 +79,28 @@ func TestArgsHashIsCanonical(t *testing.T) {
 		t.Fatal("queue is not part of the hash")
 	}
 }
+
+func TestNormalizeRejectsWhatPostgreSQLCannotStore(t *testing.T) {
+	huge := MaxPriority + 1
+	bad := []InsertParams{
+		{Kind: "k", Priority: &huge},
+		{Kind: "k", MaxAttempts: MaxMaxAttempts + 1},
+		{Kind: "k", LockKey: "a\x00b"},
+		{Kind: "k", Args: json.RawMessage(`{"a":"\u0000"}`)},
+		{Kind: "k", Args: json.RawMessage(`{"a":"\ud800"}`)},
+		{Kind: "k", Args: json.RawMessage(`{"a":"\udc00x"}`)},
+		{Kind: "k", Args: json.RawMessage("{\"a\":\"\xff\"}")},
+	}
+	for i, p := range bad {
+		if _, err := p.Normalize(0); err == nil {
+			t.Errorf("case %d accepted: %+v", i, p)
+		}
+	}
+	good := []string{`{"a":"\\u0000"}`, `{"a":"\ud83d\ude00"}`, `{"a":"é"}`}
+	for _, args := range good {
+		p := InsertParams{Kind: "k", Args: json.RawMessage(args)}
+		if _, err := p.Normalize(0); err != nil {
+			t.Errorf("%s refused: %v", args, err)
+		}
+	}
+}
