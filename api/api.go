@@ -1,0 +1,203 @@
+// Package api holds the JSON wire types of jobd's HTTP API v1. The server
+// (package httpapi) and the Go client (package client) both use them, so a
+// remote caller needs nothing of the server to speak the protocol. Times
+// are RFC 3339; durations are Go duration strings ("90s", "5m").
+package api
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// State is where a job is in its lifecycle.
+type State string
+
+// The five states of a job. Succeeded, failed and canceled are final.
+const (
+	StateQueued    State = "queued"
+	StateRunning   State = "running"
+	StateSucceeded State = "succeeded"
+	StateFailed    State = "failed"
+	StateCanceled  State = "canceled"
+)
+
+// Final reports whether no transition leaves s except an operator's retry.
+func (s State) Final() bool {
+	return s == StateSucceeded || s == StateFailed || s == StateCanceled
+}
+
+// Unique modes of SubmitRequest.Unique.
+const (
+	// UniqueActive asks for active-duplicate dedupe: a queued or running
+	// job with the same (queue, kind, args) is returned instead of a new one.
+	UniqueActive = "active"
+)
+
+// Progress is what a running job last reported about itself.
+type Progress struct {
+	Phase string `json:"phase"`
+	Done  int64  `json:"done"`
+	Total int64  `json:"total"`
+	// Items is per-item detail (for example the state of each file of a
+	// batch); null when the job reports none.
+	Items json.RawMessage `json:"items"`
+}
+
+// Job is a job as the API shows it. The lease token, a worker's secret, is
+// never part of it.
+type Job struct {
+	ID          uuid.UUID       `json:"id"`
+	Queue       string          `json:"queue"`
+	Kind        string          `json:"kind"`
+	Args        json.RawMessage `json:"args"`
+	State       State           `json:"state"`
+	Priority    int             `json:"priority"`
+	Attempt     int             `json:"attempt"`
+	MaxAttempts int             `json:"max_attempts"`
+	LeaseTTL    Duration        `json:"lease_ttl"`
+	RunAt       time.Time       `json:"run_at"`
+
+	LockKey        string `json:"lock_key"`
+	PartitionKey   string `json:"partition_key"`
+	IdempotencyKey string `json:"idempotency_key"`
+
+	Progress        Progress        `json:"progress"`
+	Checkpoint      json.RawMessage `json:"checkpoint"`
+	Result          json.RawMessage `json:"result"`
+	Error           string          `json:"error"`
+	CancelRequested bool            `json:"cancel_requested"`
+
+	// LeaseOwner names the node or worker running the job; empty unless
+	// running.
+	LeaseOwner     string     `json:"lease_owner"`
+	LeaseExpiresAt *time.Time `json:"lease_expires_at"`
+	HeartbeatAt    *time.Time `json:"heartbeat_at"`
+
+	CreatedAt  time.Time  `json:"created_at"`
+	StartedAt  *time.Time `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
+}
+
+// SubmitRequest is the body of POST /api/v1/jobs. Only Kind is required.
+type SubmitRequest struct {
+	// Queue defaults to "default".
+	Queue string `json:"queue,omitempty"`
+	Kind  string `json:"kind"`
+	// Args is a JSON object; default {}.
+	Args json.RawMessage `json:"args,omitempty"`
+	// Priority: lower runs first; default 100.
+	Priority *int `json:"priority,omitempty"`
+	// RunAt delays the job; default now.
+	RunAt *time.Time `json:"run_at,omitempty"`
+	// MaxAttempts defaults to 5.
+	MaxAttempts int `json:"max_attempts,omitempty"`
+	// LeaseTTL is how long a claim lasts without a heartbeat; default 60s.
+	LeaseTTL       Duration `json:"lease_ttl,omitempty"`
+	LockKey        string   `json:"lock_key,omitempty"`
+	PartitionKey   string   `json:"partition_key,omitempty"`
+	IdempotencyKey string   `json:"idempotency_key,omitempty"`
+	// Unique is "" or UniqueActive.
+	Unique string `json:"unique,omitempty"`
+}
+
+// JobList is one page of GET /api/v1/jobs.
+type JobList struct {
+	Jobs []Job `json:"jobs"`
+	// NextCursor continues the listing; empty on the last page.
+	NextCursor string `json:"next_cursor,omitempty"`
+	// ResumeCursor, in feed mode (updated_since), marks the position after
+	// this page even on the last one: pass it back later as the cursor,
+	// with the same filters, to receive only the changes made since.
+	ResumeCursor string `json:"resume_cursor,omitempty"`
+	// Total is the number of jobs matching the filter, ignoring paging
+	// (also sent as the X-Total-Count header).
+	Total int64 `json:"total"`
+}
+
+// Event is one entry of a job's journal.
+type Event struct {
+	ID      int64     `json:"id"`
+	JobID   uuid.UUID `json:"job_id"`
+	At      time.Time `json:"at"`
+	Kind    string    `json:"kind"`
+	Attempt int       `json:"attempt"`
+	Detail  string    `json:"detail,omitempty"`
+}
+
+// EventList is the answer of GET /api/v1/jobs/{id}/events, oldest first.
+type EventList struct {
+	Events []Event `json:"events"`
+}
+
+// Queue describes one queue: its job counts by state and whether it is
+// paused.
+type Queue struct {
+	Name   string          `json:"name"`
+	Paused bool            `json:"paused"`
+	Counts map[State]int64 `json:"counts"`
+}
+
+// QueueList is the answer of GET /api/v1/queues.
+type QueueList struct {
+	Queues []Queue `json:"queues"`
+}
+
+// KeyRequest is the body of POST /api/v1/keys.
+type KeyRequest struct {
+	Name   string   `json:"name"`
+	Scopes []string `json:"scopes"`
+}
+
+// Key describes an API key. Key, the secret itself, is only present in the
+// answer that created it: it is stored as a hash and never shown again.
+type Key struct {
+	ID        string    `json:"id"`
+	Key       string    `json:"key,omitempty"`
+	Name      string    `json:"name"`
+	Prefix    string    `json:"prefix"`
+	Scopes    []string  `json:"scopes"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// KeyList is the answer of GET /api/v1/keys.
+type KeyList struct {
+	Keys []Key `json:"keys"`
+}
+
+// The scopes an API key can hold. Admin implies every other one.
+const (
+	ScopeSubmit = "submit" // POST /api/v1/jobs and /api/v1/jobs/trigger
+	ScopeRead   = "read"   // every GET
+	ScopeAdmin  = "admin"  // cancel, retry, queue pause/resume, keys
+)
+
+// Health is the answer of GET /health.
+type Health struct {
+	Status string `json:"status"`
+}
+
+// Status is the answer of GET /status.
+type Status struct {
+	Status    string    `json:"status"`
+	Version   string    `json:"version"`
+	StartedAt time.Time `json:"started_at"`
+	Uptime    Duration  `json:"uptime"`
+	// Jobs counts jobs by state over every queue.
+	Jobs map[State]int64 `json:"jobs"`
+}
+
+// Problem is an RFC 9457 problem document, the body of every error
+// answer (Content-Type application/problem+json).
+type Problem struct {
+	// Type is a stable URI naming the kind of problem.
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+	// Field names the request field (body member, query parameter or path
+	// segment) at fault, when there is one.
+	Field string `json:"field,omitempty"`
+}

@@ -1,0 +1,72 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"jobd/api"
+)
+
+// Queues returns every queue with its job counts by state and paused flag.
+func (c *Client) Queues(ctx context.Context) ([]api.Queue, error) {
+	var out api.QueueList
+	if _, _, err := c.do(ctx, http.MethodGet, "/api/v1/queues", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Queues, nil
+}
+
+// PauseQueue stops every node from claiming jobs of queue.
+func (c *Client) PauseQueue(ctx context.Context, queue string) (*api.Queue, error) {
+	return c.queueAction(ctx, queue, "pause")
+}
+
+// ResumeQueue lets nodes claim jobs of queue again.
+func (c *Client) ResumeQueue(ctx context.Context, queue string) (*api.Queue, error) {
+	return c.queueAction(ctx, queue, "resume")
+}
+
+func (c *Client) queueAction(ctx context.Context, queue, action string) (*api.Queue, error) {
+	var out api.Queue
+	if _, _, err := c.do(ctx, http.MethodPost, "/api/v1/queues/"+url.PathEscape(queue)+"/"+action, nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// CreateKey creates an API key with scopes (api.ScopeSubmit, ScopeRead,
+// ScopeAdmin). The returned Key.Key is the secret, shown only this once.
+func (c *Client) CreateKey(ctx context.Context, name string, scopes []string) (*api.Key, error) {
+	var out api.Key
+	if _, _, err := c.do(ctx, http.MethodPost, "/api/v1/keys", nil, api.KeyRequest{Name: name, Scopes: scopes}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListKeys returns every API key, oldest first, without secrets.
+func (c *Client) ListKeys(ctx context.Context) ([]api.Key, error) {
+	var out api.KeyList
+	if _, _, err := c.do(ctx, http.MethodGet, "/api/v1/keys", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Keys, nil
+}
+
+// RevokeKey deletes an API key by id.
+func (c *Client) RevokeKey(ctx context.Context, id string) error {
+	_, _, err := c.do(ctx, http.MethodDelete, "/api/v1/keys/"+url.PathEscape(id), nil, nil, nil)
+	return err
+}
+
+// Status returns the server's status: database reachable, version,
+// uptime, job counts. errors.Is(err, ErrUnavailable) when the database
+// does not answer.
+func (c *Client) Status(ctx context.Context) (*api.Status, error) {
+	var out api.Status
+	if _, _, err := c.do(ctx, http.MethodGet, "/status", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

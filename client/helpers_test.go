@@ -1,0 +1,87 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+
+	"jobd/client"
+	"jobd/httpapi"
+	"jobd/internal/pgtest"
+	"jobd/job"
+	"jobd/store"
+	"jobd/store/postgres"
+	"jobd/store/sqlite"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// eachStore runs fn as a parallel subtest per store driver.
+func eachStore(t *testing.T, fn func(t *testing.T, st store.Store)) {
+	for _, d := range []string{"sqlite", "postgres"} {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			var st store.Store
+			var err error
+			if d == "sqlite" {
+				st, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "jobd.db"), sqlite.Options{})
+			} else {
+				st, err = postgres.Open(ctx, pgtest.NewDatabase(t), postgres.Options{})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			if err := st.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			fn(t, st)
+		})
+	}
+}
+
+// serve runs the API over st (wrapped by wrap, if not nil) and returns a
+// client of it presenting key.
+func serve(t *testing.T, st store.Store, cfg httpapi.Config, key string, wrap func(http.Handler) http.Handler) (*client.Client, string) {
+	t.Helper()
+	cfg.Store = st
+	cfg.PollInterval = 5e6 // 5ms
+	h, err := httpapi.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	c, err := client.New(srv.URL, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, srv.URL
+}
+
+func claim(t *testing.T, st store.Store, queue string) *job.Job {
+	t.Helper()
+	js, err := st.JobClaim(context.Background(), store.ClaimParams{Queue: queue, Max: 1, Owner: "test"})
+	if err != nil || len(js) != 1 {
+		t.Fatalf("claim: %d jobs, %v", len(js), err)
+	}
+	return js[0]
+}
+
+func finish(t *testing.T, st store.Store, j *job.Job, status store.OutcomeStatus, result string) {
+	t.Helper()
+	o := store.Outcome{Lease: store.Lease{ID: j.ID, Token: j.LeaseToken}, Status: status, Error: "it broke"}
+	if result != "" {
+		o.Result = json.RawMessage(result)
+	}
+	if res, err := st.JobFinish(context.Background(), []store.Outcome{o}); err != nil || res[0].Lost {
+		t.Fatalf("finish: %+v, %v", res, err)
+	}
+}

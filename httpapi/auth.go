@@ -1,0 +1,133 @@
+package httpapi
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"jobd/api"
+	"jobd/job"
+	"jobd/store"
+)
+
+// scope is a permission an API key can hold.
+type scope string
+
+// The scopes, in the order they are listed to callers.
+const (
+	scopeSubmit scope = api.ScopeSubmit
+	scopeRead   scope = api.ScopeRead
+	scopeAdmin  scope = api.ScopeAdmin
+)
+
+// scopes is the table of scopes a key may be given. Adding one (the
+// remote-worker issue adds "worker") is one line here plus its routes.
+var scopes = []scope{scopeSubmit, scopeRead, scopeAdmin}
+
+func knownScope(name string) bool { return slices.Contains(scopes, scope(name)) }
+
+// Key format: "jobd_<prefix>_<secret>". The prefix is public and finds the
+// record; the secret carries 256 bits from crypto/rand. Only the SHA-256 of
+// the whole key is stored.
+const (
+	keyTag         = "jobd"
+	keyPrefixBytes = 6  // 12 hex characters
+	keySecretBytes = 32 // 256 bits
+)
+
+// newKey returns a fresh key and its public prefix.
+func newKey() (key, prefix string, err error) {
+	b := make([]byte, keyPrefixBytes+keySecretBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", fmt.Errorf("random key: %w", err)
+	}
+	prefix = hex.EncodeToString(b[:keyPrefixBytes])
+	return keyTag + "_" + prefix + "_" + hex.EncodeToString(b[keyPrefixBytes:]), prefix, nil
+}
+
+// splitKey returns the prefix of a well-formed key.
+func splitKey(key string) (prefix string, ok bool) {
+	parts := strings.Split(key, "_")
+	if len(parts) != 3 || parts[0] != keyTag ||
+		len(parts[1]) != 2*keyPrefixBytes || len(parts[2]) != 2*keySecretBytes {
+		return "", false
+	}
+	return parts[1], true
+}
+
+func hashKey(key string) []byte {
+	sum := sha256.Sum256([]byte(key))
+	return sum[:]
+}
+
+// authenticator checks the bearer credential of a request. With no admin
+// secret the API is open.
+type authenticator struct {
+	store      store.Store
+	open       bool
+	secretHash []byte
+}
+
+func newAuthenticator(s store.Store, adminSecret string) *authenticator {
+	if adminSecret == "" {
+		return &authenticator{store: s, open: true}
+	}
+	return &authenticator{store: s, secretHash: hashKey(adminSecret)}
+}
+
+// errUnauthorized is the one answer to every missing, malformed, unknown
+// or revoked credential: it never says which, nor echoes the credential.
+var errUnauthorized = problemf(http.StatusUnauthorized, "", "a valid credential is required: Authorization: Bearer <admin secret or API key>")
+
+// authorize returns nil when r's credential grants need, a 401 problem
+// when there is no valid credential and a 403 problem when a valid key
+// lacks the scope.
+func (a *authenticator) authorize(r *http.Request, need scope) error {
+	if a.open {
+		return nil
+	}
+	cred, ok := bearer(r)
+	if !ok {
+		return errUnauthorized
+	}
+	// Both sides are hashed first, so the comparison takes the same time
+	// whatever the length of the guess.
+	if subtle.ConstantTimeCompare(hashKey(cred), a.secretHash) == 1 {
+		return nil
+	}
+	prefix, ok := splitKey(cred)
+	if !ok {
+		return errUnauthorized
+	}
+	rec, err := a.store.KeyByPrefix(r.Context(), prefix)
+	if errors.Is(err, job.ErrNotFound) {
+		return errUnauthorized
+	}
+	if err != nil {
+		return fmt.Errorf("look up API key: %w", err)
+	}
+	if subtle.ConstantTimeCompare(hashKey(cred), rec.Hash) != 1 {
+		return errUnauthorized
+	}
+	if !slices.Contains(rec.Scopes, string(need)) && !slices.Contains(rec.Scopes, string(scopeAdmin)) {
+		return problemf(http.StatusForbidden, "", "this API key lacks the %q scope", need)
+	}
+	return nil
+}
+
+// bearer returns the credential of an "Authorization: Bearer" header.
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, cred, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	cred = strings.TrimSpace(cred)
+	return cred, cred != ""
+}

@@ -1,0 +1,54 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"jobd/api"
+	"jobd/job"
+)
+
+// health: GET /health. Fast, and never touches the database: it says the
+// process serves HTTP.
+func (s *server) health(w http.ResponseWriter, r *http.Request) error {
+	return writeJSON(w, http.StatusOK, api.Health{Status: "ok"})
+}
+
+// status: GET /status. The database answers, the version, the uptime and
+// the job counts by state; 503 when the database does not answer.
+func (s *server) status(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r); err != nil {
+		return err
+	}
+	if err := s.store.Ping(r.Context()); err != nil {
+		if r.Context().Err() != nil {
+			return r.Context().Err()
+		}
+		s.log.Warn("status: database ping failed", "err", err)
+		return problemf(http.StatusServiceUnavailable, "", "the database does not answer")
+	}
+	qs, err := s.store.QueueList(r.Context())
+	if err != nil {
+		if r.Context().Err() != nil {
+			return r.Context().Err()
+		}
+		s.log.Warn("status: listing queues failed", "err", err)
+		return problemf(http.StatusServiceUnavailable, "", "the database does not answer")
+	}
+	counts := make(map[api.State]int64, len(job.States))
+	for _, st := range job.States {
+		counts[api.State(st)] = 0
+	}
+	for _, q := range qs {
+		for st, n := range q.Counts {
+			counts[api.State(st)] += n
+		}
+	}
+	now := s.clock.Now()
+	return writeJSON(w, http.StatusOK, api.Status{
+		Status:    "ok",
+		Version:   s.cfg.Version,
+		StartedAt: s.started.UTC(),
+		Uptime:    api.Duration(now.Sub(s.started).Truncate(1e9)),
+		Jobs:      counts,
+	})
+}

@@ -1,0 +1,326 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"jobd/api"
+	"jobd/job"
+	"jobd/store"
+)
+
+// submitBody mirrors api.SubmitRequest member for member (a test holds
+// them equal) but takes times and durations as strings, so that a bad
+// value is answered naming its field.
+type submitBody struct {
+	Queue          string          `json:"queue"`
+	Kind           string          `json:"kind"`
+	Args           json.RawMessage `json:"args"`
+	Priority       *int            `json:"priority"`
+	RunAt          *string         `json:"run_at"`
+	MaxAttempts    int             `json:"max_attempts"`
+	LeaseTTL       *string         `json:"lease_ttl"`
+	LockKey        string          `json:"lock_key"`
+	PartitionKey   string          `json:"partition_key"`
+	IdempotencyKey string          `json:"idempotency_key"`
+	Unique         string          `json:"unique"`
+}
+
+func (b *submitBody) params() (job.InsertParams, error) {
+	p := job.InsertParams{
+		Queue: b.Queue, Kind: b.Kind, Args: b.Args, Priority: b.Priority,
+		MaxAttempts: b.MaxAttempts, LockKey: b.LockKey, PartitionKey: b.PartitionKey,
+		IdempotencyKey: b.IdempotencyKey, Unique: b.Unique,
+	}
+	if b.RunAt != nil {
+		t, err := parseTime("run_at", *b.RunAt)
+		if err != nil {
+			return p, err
+		}
+		p.RunAt = t
+	}
+	if b.LeaseTTL != nil {
+		d, err := time.ParseDuration(*b.LeaseTTL)
+		if err != nil {
+			return p, badRequest("lease_ttl", "lease_ttl must be a Go duration such as \"90s\": %v", err)
+		}
+		p.LeaseTTL = d
+	}
+	return p, nil
+}
+
+// parseTime reads an RFC 3339 time of field.
+func parseTime(field, v string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, badRequest(field, "%s must be an RFC 3339 time such as 2025-01-02T15:04:05Z, got %q", field, v)
+	}
+	return t, nil
+}
+
+// checkInsert validates p as the store will (job.InsertParams.Normalize,
+// filling defaults in p) plus what the databases cannot hold: integers
+// beyond 32 bits and NUL characters in text. It writes nothing.
+func (s *server) checkInsert(p *job.InsertParams) error {
+	if isJSONNull(p.Args) {
+		p.Args = nil
+	}
+	if _, err := p.Normalize(s.cfg.MaxArgsBytes); err != nil {
+		return err
+	}
+	if *p.Priority > math.MaxInt32 {
+		return job.Invalid("priority", "must be at most %d", math.MaxInt32)
+	}
+	if p.MaxAttempts > math.MaxInt32 {
+		return job.Invalid("max_attempts", "must be at most %d", math.MaxInt32)
+	}
+	for field, v := range map[string]string{"lock_key": p.LockKey, "partition_key": p.PartitionKey, "idempotency_key": p.IdempotencyKey} {
+		if strings.ContainsRune(v, 0) {
+			return job.Invalid(field, "must not contain NUL characters")
+		}
+	}
+	return checkArgsText(p.Args)
+}
+
+// checkArgsText rejects args PostgreSQL's jsonb cannot store: invalid
+// UTF-8, a NUL character or a lone UTF-16 surrogate escape in a string.
+func checkArgsText(args json.RawMessage) error {
+	if !utf8.Valid(args) || !jsonEscapesOK(args) {
+		return job.Invalid("args", "must be valid UTF-8 without NUL characters or unpaired surrogates")
+	}
+	return nil
+}
+
+// jsonEscapesOK scans valid JSON text for \u0000 and for \u escapes of
+// UTF-16 surrogates that do not form a pair.
+func jsonEscapesOK(b []byte) bool {
+	inString := false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			inString = !inString
+		case c == '\\' && inString:
+			i++
+			if i >= len(b) || b[i] != 'u' {
+				continue // a one-character escape
+			}
+			r, ok := hex4(b, i+1)
+			i += 4
+			switch {
+			case !ok || r == 0:
+				return false
+			case r >= 0xdc00 && r <= 0xdfff:
+				return false // a low surrogate without its high one
+			case r >= 0xd800 && r <= 0xdbff:
+				// A high surrogate must be followed by \u and a low one.
+				if i+2 >= len(b) || b[i+1] != '\\' || b[i+2] != 'u' {
+					return false
+				}
+				lo, ok := hex4(b, i+3)
+				if !ok || lo < 0xdc00 || lo > 0xdfff {
+					return false
+				}
+				i += 6
+			}
+		}
+	}
+	return true
+}
+
+// hex4 reads the four hex digits at b[i:].
+func hex4(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		var d byte
+		switch {
+		case c >= '0' && c <= '9':
+			d = c - '0'
+		case c >= 'a' && c <= 'f':
+			d = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			d = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(d)
+	}
+	return r, true
+}
+
+func isJSONNull(raw json.RawMessage) bool {
+	return bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+}
+
+// insert stores one job and reports whether it was created.
+func (s *server) insert(r *http.Request, p job.InsertParams) (store.InsertResult, error) {
+	if err := s.checkInsert(&p); err != nil {
+		return store.InsertResult{}, err
+	}
+	res, err := s.store.JobInsertMany(r.Context(), []job.InsertParams{p})
+	if err != nil {
+		return store.InsertResult{}, err
+	}
+	if len(res) != 1 {
+		return store.InsertResult{}, errors.New("store returned no insert result")
+	}
+	return res[0], nil
+}
+
+// submit: POST /api/v1/jobs. 201 with the new job, 200 with the existing
+// one when the idempotency key or the active duplicate matched.
+func (s *server) submit(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r); err != nil {
+		return err
+	}
+	var body submitBody
+	if err := s.decodeBody(w, r, &body); err != nil {
+		return err
+	}
+	p, err := body.params()
+	if err != nil {
+		return err
+	}
+	res, err := s.insert(r, p)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if res.Created {
+		status = http.StatusCreated
+		w.Header().Set("Location", "/api/v1/jobs/"+res.Job.ID.String())
+	}
+	return writeJSON(w, status, toAPIJob(res.Job))
+}
+
+// getJob: GET /api/v1/jobs/{id}[?wait=30s]. With wait, the answer is held
+// until the job is final or the wait ends (at most MaxWait).
+func (s *server) getJob(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r, "wait"); err != nil {
+		return err
+	}
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	wait, err := waitParam(r)
+	if err != nil {
+		return err
+	}
+	j, err := s.store.JobGet(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	if wait > 0 && !j.State.Final() {
+		if j, err = s.waitFinal(r, id, wait); err != nil {
+			return err
+		}
+	}
+	return writeJSON(w, http.StatusOK, toAPIJob(j))
+}
+
+// waitFinal re-reads the job every PollInterval until it is final, the
+// wait ends or the caller goes away; it returns the last read.
+func (s *server) waitFinal(r *http.Request, id uuid.UUID, wait time.Duration) (*job.Job, error) {
+	deadline := s.clock.NewTimer(wait)
+	defer deadline.Stop()
+	tick := s.clock.NewTimer(s.cfg.PollInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		case <-deadline.C():
+			return s.store.JobGet(r.Context(), id)
+		case <-tick.C():
+		}
+		j, err := s.store.JobGet(r.Context(), id)
+		if err != nil || j.State.Final() {
+			return j, err
+		}
+		tick.Reset(s.cfg.PollInterval)
+	}
+}
+
+// waitParam reads ?wait= (a Go duration, capped at MaxWait).
+func waitParam(r *http.Request) (time.Duration, error) {
+	v := r.URL.Query().Get("wait")
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, badRequest("wait", "wait must be a non-negative Go duration such as 30s, got %q", v)
+	}
+	return min(d, MaxWait), nil
+}
+
+// cancel: POST /api/v1/jobs/{id}/cancel.
+func (s *server) cancel(w http.ResponseWriter, r *http.Request) error {
+	return s.transition(w, r, s.store.JobCancel)
+}
+
+// retry: POST /api/v1/jobs/{id}/retry.
+func (s *server) retry(w http.ResponseWriter, r *http.Request) error {
+	return s.transition(w, r, s.store.JobRetry)
+}
+
+func (s *server) transition(w http.ResponseWriter, r *http.Request, apply func(ctx context.Context, id uuid.UUID) (*job.Job, error)) error {
+	if err := checkQuery(r); err != nil {
+		return err
+	}
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	j, err := apply(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, toAPIJob(j))
+}
+
+// events: GET /api/v1/jobs/{id}/events, oldest first.
+func (s *server) events(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r); err != nil {
+		return err
+	}
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	// The journal of an unknown job is empty; the job itself says 404.
+	if _, err := s.store.JobGet(r.Context(), id); err != nil {
+		return err
+	}
+	evs, err := s.store.JobEvents(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	out := api.EventList{Events: make([]api.Event, 0, len(evs))}
+	for _, e := range evs {
+		out.Events = append(out.Events, toAPIEvent(e))
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// pathID reads the {id} path segment.
+func pathID(r *http.Request) (uuid.UUID, error) {
+	v := r.PathValue("id")
+	id, err := uuid.Parse(v)
+	if err != nil {
+		return uuid.Nil, badRequest("id", "id must be a UUID, got %q", v)
+	}
+	return id, nil
+}

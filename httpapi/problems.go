@@ -1,0 +1,168 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"jobd/api"
+	"jobd/job"
+)
+
+// problem is an error that is answered as is: its status, type and
+// detail are meant for the caller.
+type problem struct {
+	api.Problem
+}
+
+func (p *problem) Error() string { return p.Detail }
+
+// problemTypes gives each status its stable type URI and title.
+var problemTypes = map[int]struct{ uri, title string }{
+	http.StatusBadRequest:            {api.ProblemBadRequest, "Bad request"},
+	http.StatusUnauthorized:          {api.ProblemUnauthorized, "Unauthorized"},
+	http.StatusForbidden:             {api.ProblemForbidden, "Forbidden"},
+	http.StatusNotFound:              {api.ProblemNotFound, "Not found"},
+	http.StatusMethodNotAllowed:      {api.ProblemMethodNotAllowed, "Method not allowed"},
+	http.StatusConflict:              {api.ProblemWrongState, "Wrong state"},
+	http.StatusRequestEntityTooLarge: {api.ProblemTooLarge, "Request body too large"},
+	http.StatusUnprocessableEntity:   {api.ProblemValidation, "Invalid input"},
+	http.StatusInternalServerError:   {api.ProblemInternal, "Internal server error"},
+	http.StatusServiceUnavailable:    {api.ProblemUnavailable, "Service unavailable"},
+}
+
+// problemf returns a problem of status naming field (may be empty).
+func problemf(status int, field, format string, args ...any) *problem {
+	t := problemTypes[status]
+	return &problem{api.Problem{
+		Type:   t.uri,
+		Title:  t.title,
+		Status: status,
+		Detail: fmt.Sprintf(format, args...),
+		Field:  field,
+	}}
+}
+
+// badRequest is a 400 naming field.
+func badRequest(field, format string, args ...any) *problem {
+	return problemf(http.StatusBadRequest, field, format, args...)
+}
+
+// writeError answers err: a *problem as is, the job sentinels and
+// validation errors by their meaning, anything else as a 500 whose cause
+// goes to the log only.
+func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var p *problem
+	var verr *job.ValidationError
+	switch {
+	case errors.As(err, &p):
+	case errors.As(err, &verr):
+		p = problemf(http.StatusUnprocessableEntity, verr.Field, "%s", verr.Error())
+	case errors.Is(err, job.ErrNotFound):
+		p = problemf(http.StatusNotFound, "", "not found")
+	case errors.Is(err, job.ErrWrongState):
+		p = problemf(http.StatusConflict, "", "%s", job.ErrWrongState.Error())
+	case errors.Is(err, job.ErrDuplicate):
+		p = problemf(http.StatusConflict, "", "%s", job.ErrDuplicate.Error())
+		p.Type, p.Title = api.ProblemDuplicate, "Duplicate"
+	case r.Context().Err() != nil:
+		// The caller went away; nobody reads the answer.
+		return
+	default:
+		s.log.Error("http request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		p = problemf(http.StatusInternalServerError, "", "internal server error")
+	}
+	if p.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="jobd"`)
+	}
+	writeProblem(w, p)
+}
+
+func writeProblem(w http.ResponseWriter, p *problem) {
+	b, _ := marshal(p.Problem) // a Problem always encodes
+	w.Header().Set("Content-Type", api.ProblemContentType)
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(b)
+}
+
+// writeJSON answers v with status.
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	b, err := marshal(v)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+	return nil
+}
+
+// marshal encodes v as one line of JSON ending in a newline, leaving <, >
+// and & as they are (callers' args come back as they were sent).
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("encode answer: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeBody reads r's JSON body into dst, strictly: one JSON value, no
+// unknown members, no more than the configured limit. Its errors are 400
+// or 413 problems naming the field when the decoder tells which.
+func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return problemf(http.StatusRequestEntityTooLarge, "", "the request body is over the limit of %d bytes", tooLarge.Limit)
+		}
+		if r.Context().Err() != nil {
+			return r.Context().Err()
+		}
+		return badRequest("", "reading the request body: %v", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return badRequest("", "the request body is empty; a JSON object is expected")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return decodeProblem(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return badRequest("", "the request body holds more than one JSON value")
+	}
+	return nil
+}
+
+// decodeProblem turns an encoding/json error into a 400 problem, naming
+// the field where the error says which.
+func decodeProblem(err error) *problem {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return badRequest("", "malformed JSON at byte %d: %v", syntax.Offset, err)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badRequest("", "malformed JSON: the body ends early")
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return badRequest("", "the body must be a JSON object, not %s", typ.Value)
+		}
+		return badRequest(typ.Field, "%s has the wrong type: got %s, want %s", typ.Field, typ.Value, typ.Type)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return badRequest(field, "unknown field %q", field)
+	default:
+		return badRequest("", "malformed JSON: %v", err)
+	}
+}

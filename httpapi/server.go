@@ -1,0 +1,251 @@
+// Package httpapi serves jobd's HTTP API v1: job submission, reads, the
+// updated-since feed, live progress (long-poll and Server-Sent Events),
+// cancel and retry, queues, API keys, the dataloader-compatible trigger and
+// status routes, health, status and the OpenAPI document. Handlers speak
+// to a store.Store and contain no SQL; every error answer is an RFC 9457
+// problem document.
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"jobd/clock"
+	"jobd/store"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxBodyBytes = 1 << 20
+	DefaultPollInterval = 200 * time.Millisecond
+	// MaxWait caps ?wait= on GET /api/v1/jobs/{id}.
+	MaxWait = 60 * time.Second
+)
+
+// Config configures the API handler.
+type Config struct {
+	// Store is required.
+	Store store.Store
+	// Logger defaults to slog.Default(). It never sees a credential.
+	Logger *slog.Logger
+	// Clock defaults to clock.Real; it paces long-polls and streams and
+	// measures uptime.
+	Clock clock.Clock
+	// Version is reported by /status.
+	Version string
+	// AdminSecret turns authentication on when not empty: every route but
+	// /health and /openapi.json then needs "Authorization: Bearer" with
+	// this secret (every scope) or an API key.
+	AdminSecret string
+	// MaxBodyBytes limits request bodies; default 1 MiB.
+	MaxBodyBytes int64
+	// MaxArgsBytes limits a job's args; default job.DefaultMaxArgsBytes.
+	MaxArgsBytes int
+	// PollInterval is how often a long-poll or a stream re-reads its job;
+	// default 200ms.
+	PollInterval time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = DefaultPollInterval
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Store == nil:
+		return errors.New("httpapi: Config.Store is required")
+	case c.MaxBodyBytes < 0:
+		return fmt.Errorf("httpapi: Config.MaxBodyBytes must be >= 0, got %d", c.MaxBodyBytes)
+	case c.MaxArgsBytes < 0:
+		return fmt.Errorf("httpapi: Config.MaxArgsBytes must be >= 0, got %d", c.MaxArgsBytes)
+	case c.PollInterval < 0:
+		return fmt.Errorf("httpapi: Config.PollInterval must be >= 0, got %s", c.PollInterval)
+	}
+	return nil
+}
+
+// server holds the handlers' shared dependencies.
+type server struct {
+	cfg     Config
+	store   store.Store
+	log     *slog.Logger
+	clock   clock.Clock
+	started time.Time
+	auth    *authenticator
+}
+
+// New returns the API handler.
+func New(cfg Config) (http.Handler, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &server{
+		cfg:     cfg,
+		store:   cfg.Store,
+		log:     cfg.Logger,
+		clock:   cfg.Clock,
+		started: cfg.Clock.Now(),
+		auth:    newAuthenticator(cfg.Store, cfg.AdminSecret),
+	}
+	mux := http.NewServeMux()
+	for _, rt := range s.routes() {
+		mux.Handle(rt.pattern(), s.wrap(rt))
+	}
+	return &root{mux: mux, s: s}, nil
+}
+
+// route is one endpoint: its method and path, the scope it needs ("" for
+// a public route) and its handler, which returns an error to be answered
+// as a problem.
+type route struct {
+	method, path string
+	scope        scope
+	handle       func(w http.ResponseWriter, r *http.Request) error
+}
+
+func (rt route) pattern() string { return rt.method + " " + rt.path }
+
+// routes is the API's route table. The OpenAPI test holds openapi.json to
+// exactly these.
+func (s *server) routes() []route {
+	return []route{
+		{"GET", "/health", "", s.health},
+		{"GET", "/status", scopeRead, s.status},
+		{"GET", "/openapi.json", "", s.openAPI},
+
+		{"POST", "/api/v1/jobs", scopeSubmit, s.submit},
+		{"GET", "/api/v1/jobs", scopeRead, s.list},
+		{"GET", "/api/v1/jobs/{id}", scopeRead, s.getJob},
+		{"POST", "/api/v1/jobs/{id}/cancel", scopeAdmin, s.cancel},
+		{"POST", "/api/v1/jobs/{id}/retry", scopeAdmin, s.retry},
+		{"GET", "/api/v1/jobs/{id}/events", scopeRead, s.events},
+		{"GET", "/api/v1/jobs/{id}/stream", scopeRead, s.stream},
+
+		{"POST", "/api/v1/jobs/trigger", scopeSubmit, s.trigger},
+		{"GET", "/api/v1/jobs/{id}/status", scopeRead, s.jobStatus},
+
+		{"GET", "/api/v1/queues", scopeRead, s.queues},
+		{"POST", "/api/v1/queues/{name}/pause", scopeAdmin, s.pauseQueue},
+		{"POST", "/api/v1/queues/{name}/resume", scopeAdmin, s.resumeQueue},
+
+		{"POST", "/api/v1/keys", scopeAdmin, s.createKey},
+		{"GET", "/api/v1/keys", scopeAdmin, s.listKeys},
+		{"DELETE", "/api/v1/keys/{id}", scopeAdmin, s.revokeKey},
+	}
+}
+
+// wrap checks the route's scope before anything else (so that no answer
+// reveals whether a job exists to a caller without it), then runs the
+// handler and answers its error as a problem.
+func (s *server) wrap(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rt.scope != "" {
+			if err := s.auth.authorize(r, rt.scope); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+		}
+		if err := rt.handle(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// root answers requests no route matches with a problem document (404 or
+// 405) instead of the mux's plain text, and recovers handler panics.
+type root struct {
+	mux *http.ServeMux
+	s   *server
+}
+
+func (h *root) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rw := &responseWriter{ResponseWriter: w}
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			h.s.log.Error("http handler panic", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+			if !rw.wrote {
+				writeProblem(rw, problemf(http.StatusInternalServerError, "", "internal server error"))
+			}
+		}
+	}()
+	if handler, pattern := h.mux.Handler(r); pattern == "" {
+		h.unmatched(rw, r, handler)
+		return
+	}
+	h.mux.ServeHTTP(rw, r) // sets the path values
+}
+
+// unmatched runs the mux's own 404/405 handler into a recorder to learn
+// its status and Allow header, and answers a problem instead. The mux's
+// redirects (of unclean paths) are kept.
+func (h *root) unmatched(w http.ResponseWriter, r *http.Request, handler http.Handler) {
+	rec := &statusRecorder{header: http.Header{}}
+	handler.ServeHTTP(rec, r)
+	switch rec.code {
+	case http.StatusMovedPermanently, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		handler.ServeHTTP(w, r)
+		return
+	case http.StatusMethodNotAllowed:
+		w.Header().Set("Allow", rec.header.Get("Allow"))
+		writeProblem(w, problemf(http.StatusMethodNotAllowed, "", "%s is not allowed on %s", r.Method, r.URL.Path))
+		return
+	}
+	writeProblem(w, problemf(http.StatusNotFound, "", "no route %s %s", r.Method, r.URL.Path))
+}
+
+// responseWriter remembers whether the answer has started.
+type responseWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (w *responseWriter) WriteHeader(code int) {
+	w.wrote = true
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *responseWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection (Flush).
+func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+type statusRecorder struct {
+	header http.Header
+	code   int
+}
+
+func (r *statusRecorder) Header() http.Header { return r.header }
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+}
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return len(b), nil
+}

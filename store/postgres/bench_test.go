@@ -1,0 +1,139 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"jobd/clock"
+	"jobd/internal/pgtest"
+	"jobd/job"
+	"jobd/store"
+)
+
+// BenchmarkClaimFinish works a backlog of b.N no-op jobs (inserted before
+// the clock starts) with concurrent workers that each claim a batch and
+// finish it as succeeded, until the queue is empty, journal included. It
+// reports jobs/s. For the headline figure, run a 200k backlog against a
+// server with default durability (fsync and synchronous_commit on):
+//
+//	JOBD_TEST_DATABASE_URL=postgres://... go test -run '^$' \
+//	    -bench ClaimFinish -benchtime 200000x ./store/postgres
+//
+// Without JOBD_TEST_DATABASE_URL it runs on the throwaway test cluster,
+// which has fsync off: those figures are not comparable.
+func BenchmarkClaimFinish(b *testing.B) {
+	for _, batch := range []int{100, 1000} {
+		for _, workers := range []int{2, 4} {
+			b.Run(fmt.Sprintf("batch=%d/workers=%d", batch, workers), func(b *testing.B) {
+				benchClaimFinish(b, batch, workers)
+			})
+		}
+	}
+}
+
+func benchClaimFinish(b *testing.B, batch, workers int) {
+	ctx := context.Background()
+	s := openStore(b, pgtest.NewDatabase(b), clock.Real)
+	params := make([]job.InsertParams, 0, 1000)
+	for left := b.N; left > 0; left -= len(params) {
+		params = params[:0]
+		for range min(left, cap(params)) {
+			params = append(params, job.InsertParams{Queue: "bench", Kind: "noop"})
+		}
+		if _, err := s.JobInsertMany(ctx, params); err != nil {
+			b.Fatal(err)
+		}
+	}
+	walBefore := walLSN(b, s)
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	b.ResetTimer()
+	start := time.Now()
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			owner := fmt.Sprint("bench-", w)
+			outcomes := make([]store.Outcome, 0, batch)
+			for {
+				jobs, err := s.JobClaim(ctx, store.ClaimParams{Queue: "bench", Max: batch, Owner: owner})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(jobs) == 0 {
+					return
+				}
+				outcomes = outcomes[:0]
+				for _, j := range jobs {
+					outcomes = append(outcomes, store.Outcome{
+						Lease:  store.Lease{ID: j.ID, Token: j.LeaseToken},
+						Status: store.OutcomeSucceeded,
+					})
+				}
+				res, err := s.JobFinish(ctx, outcomes)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for _, r := range res {
+					if r.Lost {
+						errs <- fmt.Errorf("lease lost in a benchmark with no rescuer")
+						return
+					}
+				}
+				done.Add(int64(len(res)))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	if n := done.Load(); n != int64(b.N) {
+		b.Fatalf("finished %d jobs, want %d", n, b.N)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "jobs/s")
+	var wal float64
+	if err := s.pool.QueryRow(ctx, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1)", walBefore).Scan(&wal); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(wal/float64(b.N), "WAL-B/job")
+}
+
+// walLSN returns the server's current write-ahead log position.
+func walLSN(b *testing.B, s *Store) string {
+	var lsn string
+	if err := s.pool.QueryRow(context.Background(), "SELECT pg_current_wal_lsn()::text").Scan(&lsn); err != nil {
+		b.Fatal(err)
+	}
+	return lsn
+}
+
+// BenchmarkInsertMany inserts b.N no-op jobs in batches of 1000, one
+// JobInsertMany (one transaction) per batch, and reports jobs/s.
+func BenchmarkInsertMany(b *testing.B) {
+	ctx := context.Background()
+	s := openStore(b, pgtest.NewDatabase(b), clock.Real)
+	params := make([]job.InsertParams, 0, 1000)
+	b.ResetTimer()
+	start := time.Now()
+	for left := b.N; left > 0; left -= len(params) {
+		params = params[:0]
+		for range min(left, cap(params)) {
+			params = append(params, job.InsertParams{Queue: "bench", Kind: "noop"})
+		}
+		if _, err := s.JobInsertMany(ctx, params); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "jobs/s")
+}

@@ -1,0 +1,38 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"jobd/job"
+	"jobd/store"
+)
+
+// claimRetries bounds how often a claim that lost a race for a lock_key is
+// run again. The loser's next run sees the winner's running job and skips
+// that key, so a retry only repeats when yet another key was raced for.
+// Two claimers that each wait for the other's key deadlock instead; one
+// of them fails, and is retried the same way.
+const claimRetries = 5
+
+// JobClaim moves up to params.Max available jobs to running, in one
+// statement. See store.Store.
+func (s *Store) JobClaim(ctx context.Context, params store.ClaimParams) ([]*job.Job, error) {
+	if params.Max <= 0 {
+		return nil, nil
+	}
+	for try := 0; ; try++ {
+		rows, err := s.pool.Query(ctx, claimSQL, s.now(), params.Queue, params.Max, params.Owner)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: claim from %q: %w", params.Queue, err)
+		}
+		jobs, err := scanJobs(rows)
+		if (uniqueViolation(err, "jobd_jobs_lock") || deadlock(err)) && try < claimRetries {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("postgres: claim from %q: %w", params.Queue, err)
+		}
+		return jobs, nil
+	}
+}

@@ -1,0 +1,216 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"jobd/job"
+	"jobd/store"
+)
+
+// insertRounds bounds how often a batch is tried again for jobs whose
+// duplicate vanished between the insert and the lookup (it finished, or
+// was pruned). Each round needs such a race, so a few are plenty.
+const insertRounds = 5
+
+// JobInsertMany creates jobs in one transaction. See store.Store.
+func (s *Store) JobInsertMany(ctx context.Context, params []job.InsertParams) ([]store.InsertResult, error) {
+	batch, err := s.normalize(params)
+	if err != nil {
+		return nil, err
+	}
+	if len(params) == 0 {
+		return []store.InsertResult{}, nil
+	}
+	var results []store.InsertResult
+	for try := 0; ; try++ {
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			var err error
+			results, err = s.insert(ctx, tx, batch)
+			return err
+		})
+		if err == nil {
+			break
+		}
+		// Two batches that insert the same keys in opposite orders can wait
+		// on each other; PostgreSQL fails one, which is then run again.
+		if !deadlock(err) || try == insertRounds {
+			return nil, err
+		}
+	}
+	// Committed: arrange a wake-up for jobs that become available later.
+	for _, r := range results {
+		if r.Created && r.Job.RunAt.After(r.Job.CreatedAt) {
+			s.delayed.At(r.Job.Queue, r.Job.RunAt)
+		}
+	}
+	return results, nil
+}
+
+// JobInsertTx is JobInsertMany inside the caller's transaction: the jobs
+// become visible, and their queues' workers are woken, only when tx
+// commits (PostgreSQL delivers the notification then), and nothing is left
+// behind if it rolls back. Jobs with a future run_at are found by the
+// workers' periodic poll, as nothing here knows when the caller commits.
+func (s *Store) JobInsertTx(ctx context.Context, tx pgx.Tx, params []job.InsertParams) ([]store.InsertResult, error) {
+	batch, err := s.normalize(params)
+	if err != nil {
+		return nil, err
+	}
+	return s.insert(ctx, tx, batch)
+}
+
+// normalized is a batch of params that passed job.InsertParams.Normalize,
+// with their args hashes.
+type normalized struct {
+	params []job.InsertParams
+	hashes []string
+}
+
+// normalize validates every params and fills in its defaults, writing
+// nothing, so that one bad params fails the call before any statement.
+func (s *Store) normalize(params []job.InsertParams) (normalized, error) {
+	n := normalized{params: make([]job.InsertParams, len(params)), hashes: make([]string, len(params))}
+	for i, p := range params {
+		hash, err := p.Normalize(s.maxArgs)
+		if err != nil {
+			return normalized{}, fmt.Errorf("postgres: insert job %d: %w", i, err)
+		}
+		n.params[i], n.hashes[i] = p, hash
+	}
+	return n, nil
+}
+
+// insertBatch is a batch of normalised params as the insert's column arrays.
+type insertBatch struct {
+	ids                                          [][16]byte
+	queues, kinds                                []string
+	args                                         []json.RawMessage
+	priorities, maxAttempts                      []int32
+	runAts                                       []*time.Time
+	leaseTTLs                                    []time.Duration
+	lockKeys, partitionKeys, idemKeys, argHashes []string
+}
+
+func (b *insertBatch) add(p *job.InsertParams, argsHash string) error {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return fmt.Errorf("postgres: new job id: %w", err)
+	}
+	b.ids = append(b.ids, id)
+	b.queues = append(b.queues, p.Queue)
+	b.kinds = append(b.kinds, p.Kind)
+	b.args = append(b.args, p.Args)
+	b.priorities = append(b.priorities, int32(*p.Priority))
+	b.runAts = append(b.runAts, timePtr(p.RunAt))
+	b.maxAttempts = append(b.maxAttempts, int32(p.MaxAttempts))
+	b.leaseTTLs = append(b.leaseTTLs, p.LeaseTTL)
+	b.lockKeys = append(b.lockKeys, p.LockKey)
+	b.partitionKeys = append(b.partitionKeys, p.PartitionKey)
+	b.idemKeys = append(b.idemKeys, p.IdempotencyKey)
+	b.argHashes = append(b.argHashes, argsHash)
+	return nil
+}
+
+// insert is the body JobInsertMany and JobInsertTx share: it inserts the
+// batch in one statement and returns, for the rows that a dedupe index
+// skipped, the job they duplicate.
+func (s *Store) insert(ctx context.Context, q querier, batch normalized) ([]store.InsertResult, error) {
+	results := make([]store.InsertResult, len(batch.params))
+	pending := make([]int, len(batch.params)) // indexes of params still without a result
+	for i := range pending {
+		pending[i] = i
+	}
+	for round := 0; len(pending) > 0; round++ {
+		if round == insertRounds {
+			return nil, fmt.Errorf("postgres: insert: duplicates kept vanishing after %d rounds", round)
+		}
+		var err error
+		if pending, err = s.insertRound(ctx, q, batch, pending, results); err != nil {
+			return nil, err
+		}
+	}
+	return results, nil
+}
+
+// insertRound inserts the params at the indexes pending, fills in their
+// results and returns the indexes that need another round.
+func (s *Store) insertRound(ctx context.Context, q querier, batch normalized, pending []int, results []store.InsertResult) ([]int, error) {
+	var b insertBatch
+	for _, i := range pending {
+		if err := b.add(&batch.params[i], batch.hashes[i]); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := q.Query(ctx, insertSQL, s.now(), b.ids, b.queues, b.kinds, b.args, b.priorities,
+		b.runAts, b.maxAttempts, b.leaseTTLs, b.lockKeys, b.partitionKeys, b.idemKeys, b.argHashes)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: insert jobs: %w", err)
+	}
+	inserted, err := scanJobs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: insert jobs: %w", err)
+	}
+	byID := make(map[[16]byte]*job.Job, len(inserted))
+	for _, j := range inserted {
+		byID[j.ID] = j
+	}
+	var skipped []int
+	for n, i := range pending {
+		if j, ok := byID[b.ids[n]]; ok {
+			results[i] = store.InsertResult{Job: j, Created: true}
+		} else {
+			skipped = append(skipped, i)
+		}
+	}
+	if len(skipped) == 0 {
+		return nil, nil
+	}
+	return s.insertLookup(ctx, q, batch, skipped, results)
+}
+
+// insertLookup finds the jobs that the params at the indexes skipped
+// duplicate, fills in their results and returns the indexes whose
+// duplicate is gone.
+func (s *Store) insertLookup(ctx context.Context, q querier, batch normalized, skipped []int, results []store.InsertResult) ([]int, error) {
+	keys := make([]*string, len(skipped))
+	keyHashes := make([]*string, len(skipped))
+	for n, i := range skipped {
+		keys[n] = nullText(batch.params[i].IdempotencyKey)
+		keyHashes[n] = nullText(batch.hashes[i])
+	}
+	rows, err := q.Query(ctx, insertLookupSQL, keys, keyHashes)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: insert: find duplicates: %w", err)
+	}
+	defer rows.Close()
+	found := make([]bool, len(skipped))
+	for rows.Next() {
+		var ord int64
+		var r jobRow
+		if err := rows.Scan(append([]any{&ord}, r.dest()...)...); err != nil {
+			return nil, fmt.Errorf("postgres: insert: find duplicates: %w", err)
+		}
+		j, err := r.job()
+		if err != nil {
+			return nil, err
+		}
+		found[ord-1] = true
+		results[skipped[ord-1]] = store.InsertResult{Job: j, Created: false}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: insert: find duplicates: %w", err)
+	}
+	var again []int
+	for n, i := range skipped {
+		if !found[n] {
+			again = append(again, i)
+		}
+	}
+	return again, nil
+}

@@ -1,0 +1,212 @@
+package postgres
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"jobd/clock"
+	"jobd/internal/pgtest"
+	"jobd/job"
+	"jobd/store"
+)
+
+// TestInsertTxRollback: jobs inserted in a transaction that rolls back
+// leave nothing behind: no job, no journal entry.
+func TestInsertTxRollback(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	s := openStore(t, url, clock.Real)
+	conn := connect(t, url)
+
+	tx, err := conn.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.JobInsertTx(t.Context(), tx, []job.InsertParams{{Kind: "a"}, {Kind: "b", IdempotencyKey: "k"}})
+	if err != nil {
+		t.Fatalf("JobInsertTx: %v", err)
+	}
+	if len(res) != 2 || !res[0].Created || !res[1].Created {
+		t.Fatalf("JobInsertTx results %+v, want two created jobs", res)
+	}
+	if _, err := s.JobGet(t.Context(), res[0].Job.ID); !errors.Is(err, job.ErrNotFound) {
+		t.Fatalf("JobGet before commit: %v, want job.ErrNotFound", err)
+	}
+	if err := tx.Rollback(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var jobs, events int
+	err = conn.QueryRow(t.Context(),
+		"SELECT (SELECT count(*) FROM jobd_jobs), (SELECT count(*) FROM jobd_job_events)").Scan(&jobs, &events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jobs != 0 || events != 0 {
+		t.Fatalf("after rollback: %d jobs, %d events; want none", jobs, events)
+	}
+	// The key is free again.
+	again, err := s.JobInsertMany(t.Context(), []job.InsertParams{{Kind: "b", IdempotencyKey: "k"}})
+	if err != nil || !again[0].Created {
+		t.Fatalf("insert after rollback: %+v %v, want a new job", again, err)
+	}
+}
+
+// TestInsertTxCommitWakes: the wake-up of a JobInsertTx arrives only once
+// the caller commits.
+func TestInsertTxCommitWakes(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	s := openStore(t, url, clock.Real)
+	wakes := listenUntilReady(t, s)
+	conn := connect(t, url)
+
+	err := pgx.BeginFunc(t.Context(), conn, func(tx pgx.Tx) error {
+		if _, err := s.JobInsertTx(t.Context(), tx, []job.InsertParams{{Queue: "tx-queue", Kind: "k"}}); err != nil {
+			return err
+		}
+		// Nothing is delivered while the transaction is open; a wake-up
+		// sent afterwards from outside it overtakes the insert's.
+		if err := s.Wake(t.Context(), "marker"); err != nil {
+			return err
+		}
+		for q := range wakes {
+			switch q {
+			case "tx-queue":
+				t.Fatal("wake-up for the insert before its transaction committed")
+			case "marker":
+				return nil
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("insert in a transaction: %v", err)
+	}
+	waitWake(t, wakes, "tx-queue")
+}
+
+// listenUntilReady runs s.Listen until t ends and returns its wake-ups once
+// LISTEN is in effect (a Wake it sends came back).
+func listenUntilReady(t *testing.T, s *Store) <-chan string {
+	t.Helper()
+	wakes := make(chan string, 1024)
+	done := make(chan struct{})
+	ctx := t.Context()
+	go func() {
+		defer close(done)
+		err := s.Listen(ctx, func(q string) {
+			select {
+			case wakes <- q:
+			default: // a test that needs them all reads them in time
+			}
+		})
+		if err != nil {
+			t.Errorf("Listen: %v", err)
+		}
+	}()
+	t.Cleanup(func() { <-done })
+	pollWake(t, s, wakes, "ready")
+	return wakes
+}
+
+// pollWake sends Wake(queue) until the listener reports queue. The
+// deadline only stops a hung test.
+func pollWake(t *testing.T, s *Store, wakes <-chan string, queue string) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if err := s.Wake(t.Context(), queue); err != nil {
+			t.Fatalf("Wake: %v", err)
+		}
+		select {
+		case q := <-wakes:
+			if q == queue {
+				drain(wakes)
+				return
+			}
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("no wake-up for %q", queue)
+		}
+	}
+}
+
+// waitWake waits for the listener to report queue, skipping others.
+func waitWake(t *testing.T, wakes <-chan string, queue string) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case q := <-wakes:
+			if q == queue {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no wake-up for %q", queue)
+		}
+	}
+}
+
+func drain(wakes <-chan string) {
+	for {
+		select {
+		case <-wakes:
+		default:
+			return
+		}
+	}
+}
+
+// TestInsertDeadlockRetried: two transactions insert the same idempotency
+// keys in opposite orders, so each waits for the other. PostgreSQL fails
+// the one that waited first, JobInsertMany, which runs its batch again and
+// finds the other's jobs.
+func TestInsertDeadlockRetried(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	s := openStore(t, url, clock.Real)
+	conn := connect(t, url)
+	tx, err := conn.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(t.Context()) }()
+	first, err := s.JobInsertTx(t.Context(), tx, []job.InsertParams{{Kind: "k", IdempotencyKey: "one"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	type result struct {
+		res []store.InsertResult
+		err error
+	}
+	other := make(chan result, 1)
+	go func() {
+		res, err := s.JobInsertMany(t.Context(), []job.InsertParams{
+			{Kind: "k", IdempotencyKey: "two"}, {Kind: "k", IdempotencyKey: "one"}})
+		other <- result{res, err}
+	}()
+	waitForLockWait(t, connect(t, url)) // JobInsertMany waits for "one"
+
+	second, err := s.JobInsertTx(t.Context(), tx, []job.InsertParams{{Kind: "k", IdempotencyKey: "two"}})
+	if err != nil {
+		t.Fatalf("JobInsertTx of the second key: %v", err)
+	}
+	if err := tx.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got := <-other
+	if got.err != nil {
+		t.Fatalf("JobInsertMany: %v, want it retried after the deadlock", got.err)
+	}
+	for i, want := range []*job.Job{second[0].Job, first[0].Job} {
+		if r := got.res[i]; r.Created || r.Job.ID != want.ID {
+			t.Fatalf("JobInsertMany result %d: created %v id %s, want the committed job %s", i, r.Created, r.Job.ID, want.ID)
+		}
+	}
+}

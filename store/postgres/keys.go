@@ -1,0 +1,72 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"jobd/job"
+	"jobd/store"
+)
+
+// KeyCreate stores an API key record; a zero CreatedAt is now.
+func (s *Store) KeyCreate(ctx context.Context, key store.APIKey) error {
+	scopes := key.Scopes
+	if scopes == nil {
+		scopes = []string{}
+	}
+	_, err := s.pool.Exec(ctx, keyCreateSQL, s.now(), key.ID, key.Name, key.Prefix, key.Hash, scopes, timePtr(key.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("postgres: create api key %q: %w", key.ID, err)
+	}
+	return nil
+}
+
+// KeyList returns every API key record, oldest first.
+func (s *Store) KeyList(ctx context.Context) ([]store.APIKey, error) {
+	rows, err := s.pool.Query(ctx, keyListSQL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list api keys: %w", err)
+	}
+	keys, err := pgx.CollectRows(rows, scanKey)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list api keys: %w", err)
+	}
+	return keys, nil
+}
+
+// KeyByPrefix returns the key whose public prefix is prefix, or
+// job.ErrNotFound.
+func (s *Store) KeyByPrefix(ctx context.Context, prefix string) (*store.APIKey, error) {
+	rows, err := s.pool.Query(ctx, keyByPrefixSQL, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: find api key: %w", err)
+	}
+	key, err := pgx.CollectExactlyOneRow(rows, scanKey)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: find api key: %w", notFound(err))
+	}
+	return &key, nil
+}
+
+// KeyRevoke deletes a key; job.ErrNotFound when there is none.
+func (s *Store) KeyRevoke(ctx context.Context, id string) error {
+	tag, err := s.pool.Exec(ctx, keyRevokeSQL, id)
+	if err != nil {
+		return fmt.Errorf("postgres: revoke api key %q: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: revoke api key %q: %w", id, job.ErrNotFound)
+	}
+	return nil
+}
+
+func scanKey(row pgx.CollectableRow) (store.APIKey, error) {
+	var k store.APIKey
+	err := row.Scan(&k.ID, &k.Name, &k.Prefix, &k.Hash, &k.Scopes, &k.CreatedAt)
+	if len(k.Scopes) == 0 {
+		k.Scopes = nil
+	}
+	return k, err
+}

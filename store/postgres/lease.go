@@ -1,0 +1,94 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"jobd/job"
+	"jobd/store"
+)
+
+// JobHeartbeat extends the leases still held, in one statement. See
+// store.Store.
+func (s *Store) JobHeartbeat(ctx context.Context, owner string, leases []store.Lease) ([]store.HeartbeatResult, error) {
+	results := make([]store.HeartbeatResult, len(leases))
+	if len(leases) == 0 {
+		return results, nil
+	}
+	ids, tokens := leaseArrays(leases)
+	rows, err := s.pool.Query(ctx, heartbeatSQL, s.now(), ids, tokens, owner)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: heartbeat: %w", err)
+	}
+	held := make(map[store.Lease]bool, len(leases)) // lease -> cancel requested
+	var l store.Lease
+	var cancel bool
+	_, err = pgx.ForEachRow(rows, []any{uuidDest(&l.ID), uuidDest(&l.Token), &cancel}, func() error {
+		held[l] = cancel
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: heartbeat: %w", err)
+	}
+	for i, l := range leases {
+		cancel, ok := held[l]
+		results[i] = store.HeartbeatResult{Held: ok, CancelRequested: cancel}
+	}
+	return results, nil
+}
+
+// JobSetProgress stores progress and extends the lease. See store.Store.
+func (s *Store) JobSetProgress(ctx context.Context, lease store.Lease, progress job.Progress) (bool, error) {
+	if len(progress.Items) > 0 && !json.Valid(progress.Items) {
+		return false, job.Invalid("progress.items", "must be JSON")
+	}
+	doc, err := json.Marshal(progress)
+	if err != nil {
+		return false, fmt.Errorf("postgres: progress of job %s: %w", lease.ID, err)
+	}
+	var cancel bool
+	err = s.pool.QueryRow(ctx, progressSQL, s.now(), pgUUID(lease.ID), pgUUID(lease.Token), doc).Scan(&cancel)
+	if err != nil {
+		return false, fmt.Errorf("postgres: progress of job %s: %w", lease.ID, leaseLost(err))
+	}
+	return cancel, nil
+}
+
+// JobSetCheckpoint stores the checkpoint and extends the lease. See
+// store.Store.
+func (s *Store) JobSetCheckpoint(ctx context.Context, lease store.Lease, checkpoint json.RawMessage) error {
+	var doc []byte // nil clears the checkpoint
+	if len(checkpoint) > 0 {
+		if !json.Valid(checkpoint) {
+			return job.Invalid("checkpoint", "must be JSON")
+		}
+		doc = checkpoint
+	}
+	var id [16]byte
+	err := s.pool.QueryRow(ctx, checkpointSQL, s.now(), pgUUID(lease.ID), pgUUID(lease.Token), doc).Scan(&id)
+	if err != nil {
+		return fmt.Errorf("postgres: checkpoint of job %s: %w", lease.ID, leaseLost(err))
+	}
+	return nil
+}
+
+// leaseLost maps "no rows" from a fenced write to job.ErrLeaseLost.
+func leaseLost(err error) error {
+	if err = notFound(err); errors.Is(err, job.ErrNotFound) {
+		return job.ErrLeaseLost
+	}
+	return err
+}
+
+func leaseArrays(leases []store.Lease) (ids, tokens [][16]byte) {
+	ids = make([][16]byte, len(leases))
+	tokens = make([][16]byte, len(leases))
+	for i, l := range leases {
+		ids[i], tokens[i] = l.ID, l.Token
+	}
+	return ids, tokens
+}

@@ -1,0 +1,85 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Listen's reconnection backoff: it doubles from the first to the cap, and
+// starts again at the first once a connection is listening.
+const (
+	listenBackoffFirst = 100 * time.Millisecond
+	listenBackoffMax   = 5 * time.Second
+)
+
+// Wake tells the workers of queues, on every node, that jobs may be
+// available: one pg_notify per queue on the channel jobd_wake.
+func (s *Store) Wake(ctx context.Context, queues ...string) error {
+	if len(queues) == 0 {
+		return nil
+	}
+	if _, err := s.pool.Exec(ctx, wakeSQL, queues); err != nil {
+		return fmt.Errorf("postgres: wake %v: %w", queues, err)
+	}
+	return nil
+}
+
+// Listen calls wake with a queue name for each notification on jobd_wake,
+// from any node, until ctx ends; then it returns nil. It holds a dedicated
+// connection, outside the pool. When that connection fails it reconnects
+// with backoff (on the store's clock), and once it listens again it calls
+// wake("") since notifications may have been missed meanwhile.
+func (s *Store) Listen(ctx context.Context, wake func(queue string)) error {
+	backoff := listenBackoffFirst
+	missed := false // a connection failed: notifications may have been lost
+	for {
+		err := s.listen(ctx, func() {
+			if missed {
+				wake("")
+			}
+			missed = false
+			backoff = listenBackoffFirst
+		}, wake)
+		if ctx.Err() != nil {
+			return nil
+		}
+		missed = true
+		s.logger.Warn("jobd: listen for wake-ups failed, reconnecting", "err", err, "backoff", backoff)
+		timer := s.clock.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-timer.C():
+		}
+		backoff = min(2*backoff, listenBackoffMax)
+	}
+}
+
+// listen runs one connection until it fails or ctx ends, calling listening
+// once LISTEN is in effect.
+func (s *Store) listen(ctx context.Context, listening func(), wake func(queue string)) error {
+	conn, err := pgx.ConnectConfig(ctx, s.listenTo)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = conn.Close(closeCtx)
+	}()
+	if _, err := conn.Exec(ctx, listenSQL); err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	listening()
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return fmt.Errorf("wait for notification: %w", err)
+		}
+		wake(n.Payload)
+	}
+}

@@ -1,0 +1,182 @@
+// Package postgres is jobd's PostgreSQL store: store.Store on pgx v5.
+//
+// Every state transition is one SQL statement (or one transaction) whose
+// WHERE clause checks the state it expects and, for a lease holder, the
+// lease token, and which appends its journal rows through a data-modifying
+// CTE. Claims take many jobs per statement with FOR UPDATE SKIP LOCKED;
+// finishes, heartbeats and inserts are batched with unnest. Wake-ups travel
+// by LISTEN/NOTIFY on the channel jobd_wake, so any number of nodes can
+// share one database. The statements live in sql/*.sql, the schema in
+// migrations/*.up.sql.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"jobd/clock"
+	"jobd/job"
+	"jobd/store"
+	"jobd/store/wakeup"
+)
+
+// Options configures a Store. Zero values take the defaults.
+type Options struct {
+	// Clock tells the time. Default (and clock.Real): the database's now(),
+	// so that every node agrees; any other clock's time is passed to the
+	// statements instead, which lets tests expire leases without sleeping.
+	Clock clock.Clock
+	// Logger receives what background work (Listen, delayed wake-ups)
+	// cannot return. Default: slog.Default().
+	Logger *slog.Logger
+	// MaxArgsBytes caps a job's args. Default: job.DefaultMaxArgsBytes.
+	MaxArgsBytes int
+	// MaxConns caps the connection pool. Default: pgxpool's, the greater
+	// of 4 and the number of CPUs.
+	MaxConns int32
+}
+
+// Store is a PostgreSQL jobd store. It is safe for concurrent use.
+type Store struct {
+	pool     *pgxpool.Pool
+	listenTo *pgx.ConnConfig // for Listen's dedicated connections
+	clock    clock.Clock
+	dbClock  bool // clock is the real one: let the database tell the time
+	logger   *slog.Logger
+	maxArgs  int
+	delayed  *wakeup.Scheduler // wakes a queue when a delayed job falls due
+}
+
+var _ store.Store = (*Store)(nil)
+
+// listenAppName is Listen's connection's application_name, unless the URL
+// sets one.
+const listenAppName = "jobd-listen"
+
+// Open connects to the database at url (a PostgreSQL URL or key=value
+// string) and checks that it answers. It does not migrate: call Migrate.
+// Its connections set random_page_cost to 1.1 unless url sets it (see
+// poolConfig), and Listen's connection names itself jobd-listen.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	cfg, err := poolConfig(url, opts)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{
+		listenTo: cfg.ConnConfig.Copy(),
+		clock:    opts.Clock,
+		dbClock:  clock.IsReal(opts.Clock),
+		logger:   opts.Logger,
+		maxArgs:  opts.MaxArgsBytes,
+	}
+	if s.listenTo.RuntimeParams["application_name"] == "" {
+		// Lets an operator tell the long-lived LISTEN connection apart.
+		s.listenTo.RuntimeParams["application_name"] = listenAppName
+	}
+	if s.clock == nil {
+		s.clock = clock.Real
+	}
+	if s.logger == nil {
+		s.logger = slog.Default()
+	}
+	s.pool, err = pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	if err := s.Ping(ctx); err != nil {
+		s.pool.Close()
+		return nil, err
+	}
+	s.delayed = wakeup.NewScheduler(s.clock, s.wakeDelayed)
+	return s, nil
+}
+
+// poolConfig parses url into the pool's configuration.
+func poolConfig(url string, opts Options) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse url: %w", err)
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	// A job queue's hot table lives in memory, where a random page read
+	// costs about what a sequential one does. With the default cost (4),
+	// the planner prefers to scan a small or never-analysed table whole
+	// rather than probe its primary key a thousand times for a batched
+	// finish, and a prepared statement can keep that plan as the table
+	// grows. The URL may set another value.
+	if _, ok := cfg.ConnConfig.RuntimeParams["random_page_cost"]; !ok {
+		cfg.ConnConfig.RuntimeParams["random_page_cost"] = "1.1"
+	}
+	return cfg, nil
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("postgres: ping: %w", err)
+	}
+	return nil
+}
+
+// Close stops pending delayed wake-ups and closes the connections. Listen
+// calls in progress end with their contexts, not here.
+func (s *Store) Close() error {
+	s.delayed.Close()
+	s.pool.Close()
+	return nil
+}
+
+// now is the clock parameter ($1) of every statement that depends on the
+// time: nil lets the database use its own now().
+func (s *Store) now() *time.Time {
+	if s.dbClock {
+		return nil
+	}
+	t := s.clock.Now()
+	return &t
+}
+
+// wakeDelayed is the scheduler's fire function: a delayed job's run_at
+// passed, so wake its queue on every node.
+func (s *Store) wakeDelayed(queue string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Wake(ctx, queue); err != nil {
+		s.logger.Warn("jobd: wake delayed queue", "queue", queue, "err", err)
+	}
+}
+
+// notFound maps "no rows" to job.ErrNotFound; every lookup goes through it.
+func notFound(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return job.ErrNotFound
+	}
+	return err
+}
+
+// uniqueViolation reports whether err is a unique violation of index.
+func uniqueViolation(err error, index string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == index
+}
+
+// deadlock reports whether PostgreSQL broke a deadlock by failing err's
+// transaction, which is then safe to run again.
+func deadlock(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "40P01"
+}
+
+// querier is what the insert runs on: its own transaction or the caller's.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}

@@ -1,0 +1,46 @@
+package postgres
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"jobd/clock"
+	"jobd/internal/pgtest"
+	"jobd/store"
+	"jobd/store/storetest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, c clock.Clock) store.Store {
+		return openStore(t, pgtest.NewDatabase(t), c)
+	})
+}
+
+// openStore opens and migrates a store on url, closed when t ends.
+func openStore(t testing.TB, url string, c clock.Clock) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), url, Options{Clock: c})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if err := s.Migrate(context.Background()); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	return s
+}
+
+// connect opens a plain connection to url, closed when t ends.
+func connect(t testing.TB, url string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return conn
+}

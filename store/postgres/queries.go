@@ -1,0 +1,70 @@
+package postgres
+
+import _ "embed" // the queries below
+
+// Every statement the driver runs, one .sql file each, embedded so that a
+// missing file fails the build. Each file says what its parameters are.
+var (
+	//go:embed sql/cancel.sql
+	cancelSQL string
+	//go:embed sql/checkpoint.sql
+	checkpointSQL string
+	//go:embed sql/claim.sql
+	claimSQL string
+	//go:embed sql/finish.sql
+	finishSQL string
+	//go:embed sql/finish_succeeded.sql
+	finishSucceededSQL string
+	//go:embed sql/heartbeat.sql
+	heartbeatSQL string
+	//go:embed sql/insert.sql
+	insertSQL string
+	//go:embed sql/insert_lookup.sql
+	insertLookupSQL string
+	//go:embed sql/job_count.sql
+	jobCountSQL string
+	//go:embed sql/job_events.sql
+	jobEventsSQL string
+	//go:embed sql/job_feed.sql
+	jobFeedSQL string
+	//go:embed sql/job_get.sql
+	jobGetSQL string
+	//go:embed sql/job_list.sql
+	jobListSQL string
+	//go:embed sql/key_by_prefix.sql
+	keyByPrefixSQL string
+	//go:embed sql/key_create.sql
+	keyCreateSQL string
+	//go:embed sql/key_list.sql
+	keyListSQL string
+	//go:embed sql/key_revoke.sql
+	keyRevokeSQL string
+	//go:embed sql/leader_attempt.sql
+	leaderAttemptSQL string
+	//go:embed sql/leader_resign.sql
+	leaderResignSQL string
+	//go:embed sql/listen.sql
+	listenSQL string
+	//go:embed sql/migrate_applied.sql
+	migrateAppliedSQL string
+	//go:embed sql/migrate_lock.sql
+	migrateLockSQL string
+	//go:embed sql/migrate_record.sql
+	migrateRecordSQL string
+	//go:embed sql/migrate_table.sql
+	migrateTableSQL string
+	//go:embed sql/progress.sql
+	progressSQL string
+	//go:embed sql/prune.sql
+	pruneSQL string
+	//go:embed sql/queue_list.sql
+	queueListSQL string
+	//go:embed sql/queue_set_paused.sql
+	queueSetPausedSQL string
+	//go:embed sql/rescue.sql
+	rescueSQL string
+	//go:embed sql/retry.sql
+	retrySQL string
+	//go:embed sql/wake.sql
+	wakeSQL string
+)

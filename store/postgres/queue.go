@@ -1,0 +1,77 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"jobd/job"
+	"jobd/store"
+)
+
+// QueueList returns every queue that has jobs or a setting, with job
+// counts by state. See store.Store.
+func (s *Store) QueueList(ctx context.Context) ([]store.QueueInfo, error) {
+	rows, err := s.pool.Query(ctx, queueListSQL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list queues: %w", err)
+	}
+	defer rows.Close()
+	queues := []store.QueueInfo{}
+	for rows.Next() {
+		var (
+			name   string
+			paused bool
+			state  pgtype.Text
+			n      int64
+		)
+		if err := rows.Scan(&name, &paused, &state, &n); err != nil {
+			return nil, fmt.Errorf("postgres: list queues: %w", err)
+		}
+		if len(queues) == 0 || queues[len(queues)-1].Name != name {
+			queues = append(queues, store.QueueInfo{Name: name, Paused: paused, Counts: map[job.State]int64{}})
+		}
+		if state.Valid {
+			queues[len(queues)-1].Counts[job.State(state.String)] = n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: list queues: %w", err)
+	}
+	return queues, nil
+}
+
+// QueueSetPaused pauses or resumes a queue on every node; resuming wakes
+// its workers. See store.Store.
+func (s *Store) QueueSetPaused(ctx context.Context, queue string, paused bool) error {
+	if _, err := s.pool.Exec(ctx, queueSetPausedSQL, s.now(), queue, paused); err != nil {
+		return fmt.Errorf("postgres: set queue %q paused=%t: %w", queue, paused, err)
+	}
+	return nil
+}
+
+// LeaderAttempt takes or extends node's term as leader of name. See
+// store.Store.
+func (s *Store) LeaderAttempt(ctx context.Context, name, node string, ttl time.Duration) (bool, error) {
+	rows, err := s.pool.Query(ctx, leaderAttemptSQL, s.now(), name, node, ttl)
+	if err != nil {
+		return false, fmt.Errorf("postgres: elect leader of %q: %w", name, err)
+	}
+	defer rows.Close()
+	leads := rows.Next() // a row comes back only when node holds the term
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return false, fmt.Errorf("postgres: elect leader of %q: %w", name, err)
+	}
+	return leads, nil
+}
+
+// LeaderResign ends node's term as leader of name, if it holds it.
+func (s *Store) LeaderResign(ctx context.Context, name, node string) error {
+	if _, err := s.pool.Exec(ctx, leaderResignSQL, name, node); err != nil {
+		return fmt.Errorf("postgres: resign leader of %q: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,35 @@
+-- Cancels a queued job at once, or asks a running one to stop. $1 now,
+-- $2 job id. Returns the job with changed = false, unchanged, when it was
+-- already final, and no row when there is no such job.
+WITH canceled AS (
+    UPDATE jobd_jobs SET
+        state = CASE WHEN state = 'queued' THEN 'canceled' ELSE state END,
+        cancel_requested = (state = 'running'),
+        finished_at = CASE WHEN state = 'queued' THEN coalesce($1::timestamptz, now()) END,
+        updated_at = coalesce($1::timestamptz, now())
+    WHERE id = $2 AND state IN ('queued', 'running')
+    RETURNING *
+),
+journal AS (
+    INSERT INTO jobd_job_events (job_id, at, kind, attempt)
+    SELECT id, updated_at,
+           CASE WHEN state = 'canceled' THEN 'canceled' ELSE 'cancel-requested' END,
+           attempt
+    FROM canceled
+)
+SELECT true AS changed,
+       id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
+       lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
+       idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
+       last_error, created_at, started_at, finished_at, updated_at
+FROM canceled
+UNION ALL
+-- The statement's snapshot still shows the row as it was before; it is
+-- read only when the update matched nothing.
+SELECT false,
+       id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
+       lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
+       idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
+       last_error, created_at, started_at, finished_at, updated_at
+FROM jobd_jobs
+WHERE id = $2 AND NOT EXISTS (SELECT 1 FROM canceled);

@@ -1,0 +1,62 @@
+-- Claims up to $3 available jobs of queue $2 for owner $4; $1 now (NULL:
+-- the database's now()).
+--
+-- The plan must not depend on the table's statistics (the statement is
+-- prepared once per connection and may run on a generic plan made when the
+-- table was empty): the candidates come from an ordered scan of the partial
+-- claim index, each lock_key is checked by a probe of the lock index, and
+-- the claimed rows are found by primary key. TestPlansAreStable checks it,
+-- generic and custom plans alike, on an empty and on a big table.
+WITH candidate AS (
+    SELECT id, lock_key, priority, run_at
+    FROM jobd_jobs j
+    WHERE state = 'queued'
+      AND queue = $2
+      AND run_at <= coalesce($1::timestamptz, now())
+      -- A job whose lock_key a running job holds is skipped here, so it
+      -- does not take a place in the LIMIT. OFFSET 0 keeps the planner
+      -- from turning this probe into a hash of every running job's key.
+      AND (lock_key IS NULL OR NOT EXISTS (
+            SELECT 1 FROM jobd_jobs r
+            WHERE r.lock_key = j.lock_key AND r.state = 'running'
+            OFFSET 0))
+      AND NOT EXISTS (SELECT 1 FROM jobd_queues q WHERE q.name = $2 AND q.paused)
+    ORDER BY priority, run_at, id
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+),
+-- Of several candidates sharing a lock_key, only the best is claimed. Two
+-- claimers that each pick a different job of one free lock_key collide on
+-- the unique lock index; the driver retries the loser, which then skips it.
+picked AS (
+    SELECT id FROM candidate WHERE lock_key IS NULL
+    UNION ALL
+    (SELECT DISTINCT ON (lock_key) id
+     FROM candidate
+     WHERE lock_key IS NOT NULL
+     ORDER BY lock_key, priority, run_at, id)
+),
+claimed AS (
+    UPDATE jobd_jobs j SET
+        state = 'running',
+        attempt = j.attempt + 1,
+        lease_token = gen_random_uuid(),
+        lease_owner = $4,
+        lease_expires_at = coalesce($1::timestamptz, now()) + j.lease_ttl,
+        heartbeat_at = coalesce($1::timestamptz, now()),
+        started_at = coalesce(j.started_at, $1::timestamptz, now()),
+        updated_at = coalesce($1::timestamptz, now())
+    FROM picked
+    WHERE j.id = picked.id
+    RETURNING j.*
+),
+journal AS (
+    INSERT INTO jobd_job_events (job_id, at, kind, attempt)
+    SELECT id, updated_at, 'claimed', attempt FROM claimed
+)
+SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
+       lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
+       idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
+       last_error, created_at, started_at, finished_at, updated_at
+FROM claimed
+ORDER BY priority, run_at, id;

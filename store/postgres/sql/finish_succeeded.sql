@@ -1,0 +1,22 @@
+-- The hot path of JobFinish: a batch of successes, fenced by each lease
+-- token. $1 now, $2 job ids, $3 lease tokens, $4 results (NULL: none).
+-- Returns only the ids that finished; a missing id lost its lease.
+WITH done AS (
+    UPDATE jobd_jobs j SET
+        state = 'succeeded',
+        result = o.result,
+        lease_token = NULL,
+        lease_expires_at = NULL,
+        finished_at = coalesce($1::timestamptz, now()),
+        updated_at = coalesce($1::timestamptz, now())
+    FROM unnest($2::uuid[], $3::uuid[], $4::jsonb[]) AS o(id, token, result)
+    WHERE j.id = o.id
+      AND j.state = 'running'
+      AND j.lease_token = o.token
+    RETURNING j.id, o.token, j.attempt, j.finished_at
+),
+journal AS (
+    INSERT INTO jobd_job_events (job_id, at, kind, attempt)
+    SELECT id, finished_at, 'succeeded', attempt FROM done
+)
+SELECT id, token FROM done;

@@ -1,0 +1,49 @@
+-- Inserts a batch of jobs in one statement and journals them.
+-- $1 now (NULL: the database's now()); $2.. one array per column, one
+-- element per job, in the caller's order.
+--
+-- ON CONFLICT DO NOTHING covers both dedupe indexes (idempotency key and
+-- active args hash): a row that would duplicate a committed job, a job
+-- inserted by a concurrent transaction (the insert waits for it to commit
+-- or roll back) or an earlier row of this same batch is skipped, and the
+-- driver then looks its twin up (insert_lookup.sql).
+WITH inserted AS (
+    INSERT INTO jobd_jobs (
+        id, queue, kind, args, state, priority, run_at, max_attempts, lease_ttl,
+        lock_key, partition_key, idempotency_key, args_hash, created_at, updated_at
+    )
+    SELECT p.id, p.queue, p.kind, p.args, 'queued', p.priority,
+           coalesce(p.run_at, $1::timestamptz, now()), p.max_attempts, p.lease_ttl,
+           nullif(p.lock_key, ''), nullif(p.partition_key, ''),
+           nullif(p.idempotency_key, ''), nullif(p.args_hash, ''),
+           coalesce($1::timestamptz, now()), coalesce($1::timestamptz, now())
+    FROM unnest(
+        $2::uuid[], $3::text[], $4::text[], $5::jsonb[], $6::integer[], $7::timestamptz[],
+        $8::integer[], $9::interval[], $10::text[], $11::text[], $12::text[], $13::text[]
+    ) WITH ORDINALITY AS p(
+        id, queue, kind, args, priority, run_at,
+        max_attempts, lease_ttl, lock_key, partition_key, idempotency_key, args_hash, ord
+    )
+    ORDER BY p.ord -- within a batch, the first of two duplicates wins
+    ON CONFLICT DO NOTHING
+    RETURNING *
+),
+journal AS (
+    INSERT INTO jobd_job_events (job_id, at, kind, attempt)
+    SELECT id, created_at, 'queued', attempt FROM inserted
+),
+-- One wake-up per queue that got a job it can run now. A CTE that only
+-- reads runs only when the statement reads it, hence the join below;
+-- PostgreSQL delivers the notifications when the transaction commits.
+woken AS (
+    SELECT count(pg_notify('jobd_wake', queue)) AS queues
+    FROM (
+        SELECT DISTINCT queue FROM inserted
+        WHERE run_at <= coalesce($1::timestamptz, now())
+    ) available
+)
+SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
+       lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
+       idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
+       last_error, created_at, started_at, finished_at, updated_at
+FROM inserted, woken;

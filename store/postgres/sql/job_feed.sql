@@ -1,0 +1,19 @@
+-- A page of the "updated since" feed, oldest change first. $1 queue,
+-- $2 kind, $3 states, $4 lock_key, $5 partition_key (NULL: any);
+-- $6 updated_since; ($7, $8) the (updated_at, id) after which the page
+-- starts, which the driver sets to (updated_since, the nil uuid) for the
+-- first page; $9 page size.
+SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
+       lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
+       idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
+       last_error, created_at, started_at, finished_at, updated_at
+FROM jobd_jobs
+WHERE updated_at >= $6::timestamptz
+  AND (updated_at, id) > ($7::timestamptz, $8::uuid)
+  AND ($1::text IS NULL OR queue = $1)
+  AND ($2::text IS NULL OR kind = $2)
+  AND ($3::text[] IS NULL OR state = ANY ($3))
+  AND ($4::text IS NULL OR lock_key = $4)
+  AND ($5::text IS NULL OR partition_key = $5)
+ORDER BY updated_at, id
+LIMIT $9;

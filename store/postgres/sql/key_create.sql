@@ -1,0 +1,3 @@
+-- Stores an API key record. $1 now (the creation time when $7 is NULL).
+INSERT INTO jobd_api_keys (id, name, prefix, hash, scopes, created_at)
+VALUES ($2, $3, $4, $5, $6, coalesce($7::timestamptz, $1::timestamptz, now()));

@@ -1,0 +1,4 @@
+-- Every API key record, oldest first.
+SELECT id, name, prefix, hash, scopes, created_at
+FROM jobd_api_keys
+ORDER BY created_at, id;

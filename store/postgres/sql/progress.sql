@@ -1,0 +1,11 @@
+-- Stores progress and extends the lease, fenced by the token.
+-- $1 now, $2 job id, $3 lease token, $4 progress.
+UPDATE jobd_jobs SET
+    progress = $4::jsonb,
+    lease_expires_at = coalesce($1::timestamptz, now()) + lease_ttl,
+    heartbeat_at = coalesce($1::timestamptz, now()),
+    updated_at = coalesce($1::timestamptz, now())
+WHERE id = $2
+  AND state = 'running'
+  AND lease_token = $3
+RETURNING cancel_requested;

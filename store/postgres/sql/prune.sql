@@ -1,0 +1,22 @@
+-- Retention: deletes finished jobs whose finished_at is before $1, at most
+-- $2 of them, with their journal. They are found through the feed's index
+-- on (updated_at, id): a finished job is never written again, so its
+-- updated_at equals its finished_at (see the migration).
+WITH doomed AS (
+    SELECT id
+    FROM jobd_jobs
+    WHERE updated_at < $1
+      AND state IN ('succeeded', 'failed', 'canceled')
+      AND finished_at < $1
+    ORDER BY updated_at, id
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+),
+deleted AS (
+    DELETE FROM jobd_jobs j USING doomed WHERE j.id = doomed.id
+    RETURNING j.id
+),
+journal AS (
+    DELETE FROM jobd_job_events e USING deleted WHERE e.job_id = deleted.id
+)
+SELECT count(*) FROM deleted;

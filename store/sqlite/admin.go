@@ -1,0 +1,188 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"jobd/job"
+)
+
+// JobCancel cancels a queued job at once or asks a running one to stop;
+// job.ErrWrongState when the job is already final. Cancelling a running
+// job whose cancel was already requested returns it unchanged.
+func (s *Store) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error) {
+	now := s.now()
+	var j *job.Job
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		cur, err := scanJob(tx.QueryRowContext(ctx, jobGetSQL, id.String()))
+		if err != nil {
+			return err
+		}
+		var (
+			query string
+			kind  job.EventKind
+		)
+		switch {
+		case cur.State == job.StateQueued:
+			query, kind = cancelQueuedSQL, job.EventCanceled
+		case cur.State == job.StateRunning && cur.CancelRequested:
+			j = cur
+			return nil
+		case cur.State == job.StateRunning:
+			query, kind = cancelRunningSQL, job.EventCancelRequested
+		default:
+			return fmt.Errorf("job is %s: %w", cur.State, job.ErrWrongState)
+		}
+		if j, err = scanJob(tx.QueryRowContext(ctx, query, sql.Named("id", id.String()), sql.Named("now", now))); err != nil {
+			return err
+		}
+		journal := newJournal(now)
+		journal.add(j.ID, kind, j.Attempt, "")
+		return journal.flush(ctx, tx)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: cancel job %s: %w", id, err)
+	}
+	return j, nil
+}
+
+// JobRetry puts a failed or canceled job back to queued, attempts reset
+// and due now; job.ErrWrongState from another state, job.ErrDuplicate
+// when a queued or running twin holds its args hash.
+func (s *Store) JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error) {
+	now := s.now()
+	var j *job.Job
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		cur, err := scanJob(tx.QueryRowContext(ctx, jobGetSQL, id.String()))
+		if err != nil {
+			return err
+		}
+		if cur.State != job.StateFailed && cur.State != job.StateCanceled {
+			return fmt.Errorf("job is %s: %w", cur.State, job.ErrWrongState)
+		}
+		if cur.ArgsHash != "" {
+			twin, err := scanJob(tx.QueryRowContext(ctx, jobActiveTwinSQL, cur.ArgsHash))
+			if err == nil {
+				return fmt.Errorf("job %s is its active twin: %w", twin.ID, job.ErrDuplicate)
+			}
+			if !errors.Is(err, job.ErrNotFound) {
+				return err
+			}
+		}
+		if j, err = scanJob(tx.QueryRowContext(ctx, retrySQL, sql.Named("id", id.String()), sql.Named("now", now))); err != nil {
+			return err
+		}
+		journal := newJournal(now)
+		journal.add(j.ID, job.EventManualRetry, j.Attempt, "")
+		return journal.flush(ctx, tx)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: retry job %s: %w", id, err)
+	}
+	s.hub.Send(j.Queue)
+	return j, nil
+}
+
+// JobRescue returns up to limit running jobs whose lease expired before
+// now to queued, or fails them when they used all their attempts; a job
+// whose cancel was requested ends canceled, since it must not run again.
+func (s *Store) JobRescue(ctx context.Context, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	now := s.now()
+	wake := newWakeups(now)
+	var n int
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, rescueSQL, sql.Named("now", now), sql.Named("limit", limit))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		journal := newJournal(now)
+		for rows.Next() {
+			var (
+				id, queue, state string
+				attempt          int
+			)
+			if err := rows.Scan(&id, &queue, &state, &attempt); err != nil {
+				return err
+			}
+			uid, err := uuid.Parse(id)
+			if err != nil {
+				return fmt.Errorf("job id %q: %w", id, err)
+			}
+			kind := job.EventRescued
+			switch job.State(state) {
+			case job.StateFailed:
+				kind = job.EventFailed
+			case job.StateCanceled:
+				kind = job.EventCanceled
+			default:
+				wake.add(queue, now)
+			}
+			journal.add(uid, kind, attempt, "lease expired")
+			n++
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows.Close() // before the next statement on this connection
+		return journal.flush(ctx, tx)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: rescue: %w", err)
+	}
+	s.send(wake)
+	return n, nil
+}
+
+// JobPrune deletes up to limit finished jobs whose finished_at is before
+// before, oldest first, and their events.
+func (s *Store) JobPrune(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	var n int
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, pruneJobsSQL,
+			sql.Named("before", before.UnixMicro()),
+			sql.Named("limit", limit),
+		)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		if err := rows.Err(); err != nil || len(ids) == 0 {
+			return err
+		}
+		rows.Close() // before the next statement on this connection
+		list, err := json.Marshal(ids)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, pruneEventsSQL, sql.Named("ids", string(list))); err != nil {
+			return err
+		}
+		n = len(ids)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: prune: %w", err)
+	}
+	return n, nil
+}

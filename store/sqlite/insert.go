@@ -1,0 +1,119 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"jobd/job"
+	"jobd/store"
+)
+
+// JobInsertMany validates every params, then creates the jobs in one
+// transaction. A params whose idempotency key is taken, or whose args hash
+// (with Unique "active") belongs to a queued or running job, yields that
+// job with Created false. This also holds within the batch: the rows are
+// inserted in order, so a later params finds an earlier one.
+func (s *Store) JobInsertMany(ctx context.Context, params []job.InsertParams) ([]store.InsertResult, error) {
+	if len(params) == 0 {
+		return nil, nil
+	}
+	type pending struct {
+		p    job.InsertParams
+		hash string
+		id   uuid.UUID
+	}
+	rows := make([]pending, len(params))
+	for i := range params {
+		p := params[i] // Normalize fills defaults in place: not in the caller's slice
+		hash, err := p.Normalize(s.maxArgs)
+		if err != nil {
+			if len(params) > 1 {
+				err = fmt.Errorf("job %d: %w", i, err)
+			}
+			return nil, err
+		}
+		id, err := uuid.NewV7()
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: insert: new id: %w", err)
+		}
+		rows[i] = pending{p: p, hash: hash, id: id}
+	}
+
+	now := s.now()
+	wake := newWakeups(now)
+	results := make([]store.InsertResult, len(rows))
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		ins, err := tx.PrepareContext(ctx, jobInsertSQL)
+		if err != nil {
+			return err
+		}
+		defer ins.Close()
+		journal := newJournal(now)
+
+		for i, r := range rows {
+			runAt := now
+			if !r.p.RunAt.IsZero() {
+				runAt = r.p.RunAt.UnixMicro()
+			}
+			j, err := scanJob(ins.QueryRowContext(ctx,
+				sql.Named("id", r.id.String()),
+				sql.Named("queue", r.p.Queue),
+				sql.Named("kind", r.p.Kind),
+				sql.Named("args", string(r.p.Args)),
+				sql.Named("priority", *r.p.Priority),
+				sql.Named("run_at", runAt),
+				sql.Named("max_attempts", r.p.MaxAttempts),
+				sql.Named("lease_ttl_us", r.p.LeaseTTL.Microseconds()),
+				sql.Named("lock_key", r.p.LockKey),
+				sql.Named("partition_key", r.p.PartitionKey),
+				sql.Named("idempotency_key", r.p.IdempotencyKey),
+				sql.Named("args_hash", r.hash),
+				sql.Named("now", now),
+			))
+			if errors.Is(err, job.ErrNotFound) {
+				// Nothing inserted: a unique index matched. We hold the
+				// write lock, so the job that matched is still there.
+				j, err = existing(ctx, tx, r.p.IdempotencyKey, r.hash)
+				if err != nil {
+					return err
+				}
+				results[i] = store.InsertResult{Job: j}
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("insert job: %w", err)
+			}
+			journal.add(j.ID, job.EventQueued, j.Attempt, "")
+			wake.add(j.Queue, runAt)
+			results[i] = store.InsertResult{Job: j, Created: true}
+		}
+		return journal.flush(ctx, tx)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: insert jobs: %w", err)
+	}
+	s.send(wake)
+	return results, nil
+}
+
+// existing returns the job that kept an insert from happening: the one
+// with the idempotency key, else the active one with the args hash.
+func existing(ctx context.Context, tx *sql.Tx, idempotencyKey, argsHash string) (*job.Job, error) {
+	if idempotencyKey != "" {
+		j, err := scanJob(tx.QueryRowContext(ctx, jobByIdempotencyKeySQL, idempotencyKey))
+		if err == nil || !errors.Is(err, job.ErrNotFound) {
+			return j, err
+		}
+	}
+	if argsHash != "" {
+		j, err := scanJob(tx.QueryRowContext(ctx, jobActiveTwinSQL, argsHash))
+		if err == nil || !errors.Is(err, job.ErrNotFound) {
+			return j, err
+		}
+	}
+	return nil, errors.New("insert conflicted, but no job has its idempotency key or args hash")
+}

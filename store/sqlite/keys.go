@@ -1,0 +1,130 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	sqlitedrv "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"jobd/job"
+	"jobd/store"
+)
+
+// KeyCreate stores an API key record; job.ErrDuplicate when its id or
+// prefix is taken. A zero CreatedAt is now.
+func (s *Store) KeyCreate(ctx context.Context, key store.APIKey) error {
+	if key.ID == "" || key.Prefix == "" || len(key.Hash) == 0 {
+		return job.Invalid("api_key", "id, prefix and hash are required")
+	}
+	scopes := key.Scopes
+	if scopes == nil {
+		scopes = []string{}
+	}
+	scopesJSON, err := json.Marshal(scopes)
+	if err != nil {
+		return fmt.Errorf("sqlite: create key %s: %w", key.ID, err)
+	}
+	created := key.CreatedAt.UnixMicro()
+	if key.CreatedAt.IsZero() {
+		created = s.now()
+	}
+	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, keyCreateSQL,
+			sql.Named("id", key.ID),
+			sql.Named("name", key.Name),
+			sql.Named("prefix", key.Prefix),
+			sql.Named("hash", key.Hash),
+			sql.Named("scopes", string(scopesJSON)),
+			sql.Named("created_at", created),
+		)
+		return err
+	})
+	if isUniqueViolation(err) {
+		return fmt.Errorf("sqlite: create key %s: id or prefix taken: %w", key.ID, job.ErrDuplicate)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: create key %s: %w", key.ID, err)
+	}
+	return nil
+}
+
+// KeyList returns every API key record, oldest first.
+func (s *Store) KeyList(ctx context.Context) ([]store.APIKey, error) {
+	rows, err := s.r.QueryContext(ctx, keyListSQL)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list keys: %w", err)
+	}
+	defer rows.Close()
+	var keys []store.APIKey
+	for rows.Next() {
+		k, err := scanKey(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: list keys: %w", err)
+		}
+		keys = append(keys, *k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list keys: %w", err)
+	}
+	return keys, nil
+}
+
+// KeyByPrefix returns the key whose public prefix is prefix, or
+// job.ErrNotFound.
+func (s *Store) KeyByPrefix(ctx context.Context, prefix string) (*store.APIKey, error) {
+	k, err := scanKey(s.r.QueryRowContext(ctx, keyByPrefixSQL, prefix))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: key by prefix: %w", err)
+	}
+	return k, nil
+}
+
+// KeyRevoke deletes a key; job.ErrNotFound when there is none.
+func (s *Store) KeyRevoke(ctx context.Context, id string) error {
+	var n int64
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, keyRevokeSQL, id)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err == nil && n == 0 {
+		err = job.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: revoke key %s: %w", id, err)
+	}
+	return nil
+}
+
+func scanKey(sc scanner) (*store.APIKey, error) {
+	var (
+		k       store.APIKey
+		scopes  string
+		created int64
+	)
+	if err := sc.Scan(&k.ID, &k.Name, &k.Prefix, &k.Hash, &scopes, &created); err != nil {
+		return nil, notFound(err)
+	}
+	if err := json.Unmarshal([]byte(scopes), &k.Scopes); err != nil {
+		return nil, fmt.Errorf("key %s: scopes: %w", k.ID, err)
+	}
+	k.CreatedAt = fromMicro(created)
+	return &k, nil
+}
+
+// isUniqueViolation reports whether err is SQLite refusing a duplicate in
+// a unique index or primary key.
+func isUniqueViolation(err error) bool {
+	var e *sqlitedrv.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	return e.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || e.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+}

@@ -1,0 +1,108 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"jobd/job"
+	"jobd/store"
+)
+
+// JobHeartbeat extends, in one transaction, the leases still held, and
+// reports for each whether it is held and whether cancel was requested.
+// The owner is not checked: the token is the fence.
+func (s *Store) JobHeartbeat(ctx context.Context, owner string, leases []store.Lease) ([]store.HeartbeatResult, error) {
+	if len(leases) == 0 {
+		return nil, nil
+	}
+	now := s.now()
+	results := make([]store.HeartbeatResult, len(leases))
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, leaseHeartbeatSQL)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for i, l := range leases {
+			var cancel bool
+			err := stmt.QueryRowContext(ctx,
+				sql.Named("id", l.ID.String()),
+				sql.Named("token", l.Token.String()),
+				sql.Named("now", now),
+			).Scan(&cancel)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				// Lost: the zero result.
+			case err != nil:
+				return fmt.Errorf("job %s: %w", l.ID, err)
+			default:
+				results[i] = store.HeartbeatResult{Held: true, CancelRequested: cancel}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: heartbeat of %s: %w", owner, err)
+	}
+	return results, nil
+}
+
+// JobSetProgress stores progress and extends the lease, fenced by the
+// token; job.ErrLeaseLost when the lease is not held.
+func (s *Store) JobSetProgress(ctx context.Context, lease store.Lease, progress job.Progress) (bool, error) {
+	if err := checkJSON("progress.items", progress.Items); err != nil {
+		return false, err
+	}
+	body, err := json.Marshal(progress)
+	if err != nil {
+		return false, fmt.Errorf("sqlite: progress of job %s: %w", lease.ID, err)
+	}
+	var cancel bool
+	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, leaseProgressSQL,
+			sql.Named("id", lease.ID.String()),
+			sql.Named("token", lease.Token.String()),
+			sql.Named("progress", string(body)),
+			sql.Named("now", s.now()),
+		).Scan(&cancel)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, fmt.Errorf("sqlite: progress of job %s: %w", lease.ID, job.ErrLeaseLost)
+	}
+	if err != nil {
+		return false, fmt.Errorf("sqlite: progress of job %s: %w", lease.ID, err)
+	}
+	return cancel, nil
+}
+
+// JobSetCheckpoint stores the checkpoint and extends the lease, fenced by
+// the token; job.ErrLeaseLost when the lease is not held.
+func (s *Store) JobSetCheckpoint(ctx context.Context, lease store.Lease, checkpoint json.RawMessage) error {
+	if err := checkJSON("checkpoint", checkpoint); err != nil {
+		return err
+	}
+	var n int64
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, leaseCheckpointSQL,
+			sql.Named("id", lease.ID.String()),
+			sql.Named("token", lease.Token.String()),
+			sql.Named("checkpoint", nullJSON(checkpoint)),
+			sql.Named("now", s.now()),
+		)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: checkpoint of job %s: %w", lease.ID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("sqlite: checkpoint of job %s: %w", lease.ID, job.ErrLeaseLost)
+	}
+	return nil
+}

@@ -1,0 +1,99 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"jobd/job"
+	"jobd/store"
+)
+
+// JobGet returns one job, or job.ErrNotFound.
+func (s *Store) JobGet(ctx context.Context, id uuid.UUID) (*job.Job, error) {
+	j, err := scanJob(s.r.QueryRowContext(ctx, jobGetSQL, id.String()))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get job %s: %w", id, err)
+	}
+	return j, nil
+}
+
+// noCursor sorts after every id, which is lowercase hex and dashes: the
+// newest-first list starts below it.
+const noCursor = "~"
+
+// JobList returns one page of the jobs matching params and the number of
+// all matches, both read from one snapshot.
+func (s *Store) JobList(ctx context.Context, params store.ListParams) (*store.ListResult, error) {
+	if params.Limit < 0 {
+		return nil, job.Invalid("limit", "must be >= 0, got %d", params.Limit)
+	}
+	states := ""
+	if len(params.States) > 0 {
+		for _, st := range params.States {
+			if !st.Valid() {
+				return nil, job.Invalid("state", "unknown state %q", st)
+			}
+		}
+		b, err := json.Marshal(params.States)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: list jobs: %w", err)
+		}
+		states = string(b)
+	}
+	filters := []any{
+		sql.Named("queue", params.Queue),
+		sql.Named("kind", params.Kind),
+		sql.Named("states", states),
+		sql.Named("lock_key", params.LockKey),
+		sql.Named("partition_key", params.PartitionKey),
+	}
+	countQuery, query := jobCountSQL, jobListNewestSQL
+	var page []any
+	if params.UpdatedSince != nil {
+		countQuery, query = jobCountFeedSQL, jobListFeedSQL
+		since := params.UpdatedSince.UnixMicro()
+		filters = append(filters, sql.Named("since", since))
+		afterAt, afterID := since, ""
+		if params.After != nil {
+			afterAt, afterID = params.After.UpdatedAt.UnixMicro(), params.After.ID.String()
+		}
+		page = append(page, sql.Named("after_at", afterAt), sql.Named("after_id", afterID))
+	} else {
+		after := noCursor
+		if params.After != nil {
+			after = params.After.ID.String()
+		}
+		page = append(page, sql.Named("after", after))
+	}
+	page = append(page, sql.Named("limit", params.Limit))
+
+	res := &store.ListResult{Jobs: []*job.Job{}}
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		if err := tx.QueryRowContext(ctx, countQuery, filters...).Scan(&res.Total); err != nil {
+			return err
+		}
+		if params.Limit == 0 {
+			return nil
+		}
+		rows, err := tx.QueryContext(ctx, query, append(filters, page...)...)
+		if err != nil {
+			return err
+		}
+		jobs, err := scanJobs(rows)
+		if err != nil {
+			return err
+		}
+		if jobs != nil {
+			res.Jobs = jobs
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list jobs: %w", err)
+	}
+	return res, nil
+}

@@ -1,0 +1,100 @@
+package sqlite
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+)
+
+func TestMigrateIdempotent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "jobd.db")
+	stores := make([]*Store, 3)
+	for i := range stores {
+		s, err := Open(t.Context(), path, Options{})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores[i] = s
+	}
+	// Several "nodes" migrate one new file at once, then one again.
+	var wg sync.WaitGroup
+	for _, s := range stores {
+		wg.Go(func() {
+			if err := s.Migrate(context.Background()); err != nil {
+				t.Errorf("concurrent Migrate: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := stores[0].Migrate(t.Context()); err != nil {
+		t.Fatalf("second Migrate: %v", err)
+	}
+
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var applied []int
+	rows, err := stores[0].r.QueryContext(t.Context(), "SELECT version FROM jobd_schema_migrations ORDER BY version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		applied = append(applied, v)
+	}
+	var want []int
+	for _, m := range ms {
+		want = append(want, m.version)
+	}
+	if !slices.Equal(applied, want) {
+		t.Fatalf("applied versions %v, want each of %v once", applied, want)
+	}
+}
+
+// TestJobColumns holds scanJob's column order to the migrated table, which
+// "SELECT *" and "RETURNING *" follow.
+func TestJobColumns(t *testing.T) {
+	s := openTemp(t, nil)
+	rows, err := s.r.QueryContext(t.Context(), "SELECT name FROM pragma_table_info('jobd_jobs') ORDER BY cid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var cols []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		cols = append(cols, c)
+	}
+	if !slices.Equal(cols, jobColumns) {
+		t.Fatalf("jobd_jobs columns\n%v\nscanJob reads\n%v", cols, jobColumns)
+	}
+}
+
+// TestOpenOddPath opens a file whose path holds the characters a "file:"
+// URI reserves.
+func TestOpenOddPath(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a?b#c%d e")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "jobd.db")
+	s := openAt(t, path, nil)
+	if err := s.Ping(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("database not at %s: %v", path, err)
+	}
+}

@@ -1,0 +1,123 @@
+package sqlite
+
+import _ "embed" // the queries are sql/*.sql, one per variable
+
+// The queries, each in its own file so that it reads (and diffs) as SQL.
+// Parameters are named (:id) and bound with sql.Named, or positional (?).
+
+//go:embed sql/cancel_queued.sql
+var cancelQueuedSQL string
+
+//go:embed sql/cancel_running.sql
+var cancelRunningSQL string
+
+//go:embed sql/claim_candidates.sql
+var claimCandidatesSQL string
+
+//go:embed sql/claim_jobs.sql
+var claimJobsSQL string
+
+//go:embed sql/events_insert.sql
+var eventsInsertSQL string
+
+//go:embed sql/finish_canceled.sql
+var finishCanceledSQL string
+
+//go:embed sql/finish_failed.sql
+var finishFailedSQL string
+
+//go:embed sql/finish_released.sql
+var finishReleasedSQL string
+
+//go:embed sql/finish_succeeded.sql
+var finishSucceededSQL string
+
+//go:embed sql/finish_succeeded_batch.sql
+var finishSucceededBatchSQL string
+
+//go:embed sql/job_active_twin.sql
+var jobActiveTwinSQL string
+
+//go:embed sql/job_by_idempotency_key.sql
+var jobByIdempotencyKeySQL string
+
+//go:embed sql/job_count.sql
+var jobCountSQL string
+
+//go:embed sql/job_count_feed.sql
+var jobCountFeedSQL string
+
+//go:embed sql/job_events.sql
+var jobEventsSQL string
+
+//go:embed sql/job_get.sql
+var jobGetSQL string
+
+//go:embed sql/job_insert.sql
+var jobInsertSQL string
+
+//go:embed sql/job_list_feed.sql
+var jobListFeedSQL string
+
+//go:embed sql/job_list_newest.sql
+var jobListNewestSQL string
+
+//go:embed sql/journal_mode.sql
+var journalModeSQL string
+
+//go:embed sql/key_by_prefix.sql
+var keyByPrefixSQL string
+
+//go:embed sql/key_create.sql
+var keyCreateSQL string
+
+//go:embed sql/key_list.sql
+var keyListSQL string
+
+//go:embed sql/key_revoke.sql
+var keyRevokeSQL string
+
+//go:embed sql/leader_attempt.sql
+var leaderAttemptSQL string
+
+//go:embed sql/leader_resign.sql
+var leaderResignSQL string
+
+//go:embed sql/lease_checkpoint.sql
+var leaseCheckpointSQL string
+
+//go:embed sql/lease_heartbeat.sql
+var leaseHeartbeatSQL string
+
+//go:embed sql/lease_progress.sql
+var leaseProgressSQL string
+
+//go:embed sql/migration_applied.sql
+var migrationAppliedSQL string
+
+//go:embed sql/migration_record.sql
+var migrationRecordSQL string
+
+//go:embed sql/migrations_create.sql
+var migrationsCreateSQL string
+
+//go:embed sql/prune_events.sql
+var pruneEventsSQL string
+
+//go:embed sql/prune_jobs.sql
+var pruneJobsSQL string
+
+//go:embed sql/queue_counts.sql
+var queueCountsSQL string
+
+//go:embed sql/queue_set_paused.sql
+var queueSetPausedSQL string
+
+//go:embed sql/queue_settings.sql
+var queueSettingsSQL string
+
+//go:embed sql/rescue.sql
+var rescueSQL string
+
+//go:embed sql/retry.sql
+var retrySQL string

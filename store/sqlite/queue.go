@@ -1,0 +1,134 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sort"
+	"time"
+
+	"jobd/job"
+	"jobd/store"
+)
+
+// QueueList returns every queue that has jobs or a setting, by name, with
+// the count of its jobs in each state that has any.
+func (s *Store) QueueList(ctx context.Context) ([]store.QueueInfo, error) {
+	queues := make(map[string]*store.QueueInfo)
+	get := func(name string) *store.QueueInfo {
+		q, ok := queues[name]
+		if !ok {
+			q = &store.QueueInfo{Name: name, Counts: make(map[job.State]int64)}
+			queues[name] = q
+		}
+		return q
+	}
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, queueCountsSQL)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				name, state string
+				n           int64
+			)
+			if err := rows.Scan(&name, &state, &n); err != nil {
+				return err
+			}
+			get(name).Counts[job.State(state)] = n
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows.Close()
+
+		rows, err = tx.QueryContext(ctx, queueSettingsSQL)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				name   string
+				paused bool
+			)
+			if err := rows.Scan(&name, &paused); err != nil {
+				return err
+			}
+			get(name).Paused = paused
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list queues: %w", err)
+	}
+	list := make([]store.QueueInfo, 0, len(queues))
+	for _, q := range queues {
+		list = append(list, *q)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+	return list, nil
+}
+
+// QueueSetPaused pauses or resumes a queue, creating its settings when it
+// has none. Resuming wakes the queue's workers.
+func (s *Store) QueueSetPaused(ctx context.Context, queue string, paused bool) error {
+	if queue == "" {
+		return job.Invalid("queue", "is required")
+	}
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, queueSetPausedSQL,
+			sql.Named("name", queue),
+			sql.Named("paused", paused),
+			sql.Named("now", s.now()),
+		)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: pause queue %q: %w", queue, err)
+	}
+	if !paused {
+		s.hub.Send(queue)
+	}
+	return nil
+}
+
+// LeaderAttempt makes node the leader of name for ttl when nobody else
+// holds an unexpired term, or extends node's own term. It reports whether
+// node leads.
+func (s *Store) LeaderAttempt(ctx context.Context, name, node string, ttl time.Duration) (bool, error) {
+	now := s.clock.Now()
+	var leads bool
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, leaderAttemptSQL,
+			sql.Named("name", name),
+			sql.Named("node", node),
+			sql.Named("now", now.UnixMicro()),
+			sql.Named("expires_at", now.Add(ttl).UnixMicro()),
+		)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		leads = rows.Next()
+		return rows.Err()
+	})
+	if err != nil {
+		return false, fmt.Errorf("sqlite: leader attempt %q by %q: %w", name, node, err)
+	}
+	return leads, nil
+}
+
+// LeaderResign ends node's term of name, if it holds it.
+func (s *Store) LeaderResign(ctx context.Context, name, node string) error {
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, leaderResignSQL, sql.Named("name", name), sql.Named("node", node))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: leader resign %q by %q: %w", name, node, err)
+	}
+	return nil
+}

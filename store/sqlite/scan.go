@@ -1,0 +1,144 @@
+package sqlite
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"jobd/job"
+)
+
+// jobColumns are jobd_jobs' columns in table order, the order in which
+// the queries' "SELECT *" and "RETURNING *" give them and scanJob reads
+// them. A test holds it to the migrated table.
+var jobColumns = []string{
+	"id", "queue", "kind", "args", "state", "priority", "run_at",
+	"attempt", "max_attempts", "lease_ttl_us",
+	"lease_token", "lease_owner", "lease_expires_at", "heartbeat_at",
+	"lock_key", "partition_key", "idempotency_key", "args_hash",
+	"cancel_requested", "progress", "checkpoint", "result", "last_error",
+	"created_at", "started_at", "finished_at", "updated_at",
+}
+
+// scanner is *sql.Row or *sql.Rows.
+type scanner interface {
+	Scan(dest ...any) error
+}
+
+// scanJob reads one whole jobd_jobs row. sql.ErrNoRows becomes
+// job.ErrNotFound here, the one place that maps it.
+func scanJob(sc scanner) (*job.Job, error) {
+	var (
+		j                                      job.Job
+		id, state                              string
+		args                                   string
+		runAt, leaseTTL, createdAt, updatedAt  int64
+		token, owner, lockKey, partKey, idem   sql.NullString
+		argsHash, progress, checkpoint, result sql.NullString
+		lastError                              sql.NullString
+		expiresAt, heartbeatAt                 sql.NullInt64
+		startedAt, finishedAt                  sql.NullInt64
+		cancelRequested                        int64
+	)
+	err := sc.Scan(
+		&id, &j.Queue, &j.Kind, &args, &state, &j.Priority, &runAt,
+		&j.Attempt, &j.MaxAttempts, &leaseTTL,
+		&token, &owner, &expiresAt, &heartbeatAt,
+		&lockKey, &partKey, &idem, &argsHash,
+		&cancelRequested, &progress, &checkpoint, &result, &lastError,
+		&createdAt, &startedAt, &finishedAt, &updatedAt,
+	)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	if j.ID, err = uuid.Parse(id); err != nil {
+		return nil, fmt.Errorf("job id %q: %w", id, err)
+	}
+	if token.Valid {
+		if j.LeaseToken, err = uuid.Parse(token.String); err != nil {
+			return nil, fmt.Errorf("job %s: lease token: %w", id, err)
+		}
+	}
+	if progress.Valid {
+		if err := json.Unmarshal([]byte(progress.String), &j.Progress); err != nil {
+			return nil, fmt.Errorf("job %s: progress: %w", id, err)
+		}
+	}
+	j.Args = json.RawMessage(args)
+	j.State = job.State(state)
+	j.RunAt = fromMicro(runAt)
+	j.LeaseTTL = time.Duration(leaseTTL) * time.Microsecond
+	j.LeaseOwner = owner.String
+	j.LeaseExpiresAt = fromNullMicro(expiresAt)
+	j.HeartbeatAt = fromNullMicro(heartbeatAt)
+	j.LockKey = lockKey.String
+	j.PartitionKey = partKey.String
+	j.IdempotencyKey = idem.String
+	j.ArgsHash = argsHash.String
+	j.CancelRequested = cancelRequested != 0
+	j.Checkpoint = rawJSON(checkpoint)
+	j.Result = rawJSON(result)
+	j.LastError = lastError.String
+	j.CreatedAt = fromMicro(createdAt)
+	j.StartedAt = fromNullMicro(startedAt)
+	j.FinishedAt = fromNullMicro(finishedAt)
+	j.UpdatedAt = fromMicro(updatedAt)
+	return &j, nil
+}
+
+// scanJobs reads every row of rows and closes it.
+func scanJobs(rows *sql.Rows) ([]*job.Job, error) {
+	defer rows.Close()
+	var jobs []*job.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, rows.Err()
+}
+
+// notFound maps "no rows" to job.ErrNotFound.
+func notFound(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return job.ErrNotFound
+	}
+	return err
+}
+
+func fromMicro(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+func fromNullMicro(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMicro(v.Int64)
+	return &t
+}
+
+func rawJSON(v sql.NullString) json.RawMessage {
+	if !v.Valid {
+		return nil
+	}
+	return json.RawMessage(v.String)
+}
+
+// nullJSON stores an absent JSON value as NULL.
+func nullJSON(raw json.RawMessage) sql.NullString {
+	return sql.NullString{String: string(raw), Valid: len(raw) > 0}
+}
+
+// checkJSON rejects a value that is present but not JSON, before it is
+// written (PostgreSQL's jsonb would refuse it; SQLite's TEXT would not).
+func checkJSON(field string, raw json.RawMessage) error {
+	if len(raw) > 0 && !json.Valid(raw) {
+		return job.Invalid(field, "must be valid JSON")
+	}
+	return nil
+}

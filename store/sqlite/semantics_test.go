@@ -1,0 +1,127 @@
+package sqlite
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"jobd/clock"
+	"jobd/job"
+	"jobd/store"
+)
+
+// TestCancelRequestedNeverRequeued: once cancel was requested, a job that
+// would go back to the queue (a retryable failure, a release, an expired
+// lease) ends canceled instead, journaled "canceled" (DESIGN.md section 2:
+// "the job ends canceled, not retried").
+func TestCancelRequestedNeverRequeued(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	s := openTemp(t, clk)
+	ctx := t.Context()
+	if _, err := s.JobInsertMany(ctx, []job.InsertParams{{Kind: "fail"}, {Kind: "release"}, {Kind: "expire"}}); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := s.JobClaim(ctx, store.ClaimParams{Queue: job.DefaultQueue, Max: 3, Owner: "w"})
+	if err != nil || len(jobs) != 3 {
+		t.Fatalf("JobClaim: %d jobs, %v", len(jobs), err)
+	}
+	byKind := make(map[string]*job.Job)
+	for _, j := range jobs {
+		if _, err := s.JobCancel(ctx, j.ID); err != nil {
+			t.Fatal(err)
+		}
+		byKind[j.Kind] = j
+	}
+	lease := func(j *job.Job) store.Lease { return store.Lease{ID: j.ID, Token: j.LeaseToken} }
+	res, err := s.JobFinish(ctx, []store.Outcome{
+		{Lease: lease(byKind["fail"]), Status: store.OutcomeFailed, Error: "boom", Retryable: true},
+		{Lease: lease(byKind["release"]), Status: store.OutcomeReleased},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.Lost || r.State != job.StateCanceled {
+			t.Errorf("outcome %d: %+v, want canceled", i, r)
+		}
+	}
+	clk.Advance(job.DefaultLeaseTTL + time.Second)
+	if n, err := s.JobRescue(ctx, 10); err != nil || n != 1 {
+		t.Fatalf("JobRescue: %d, %v; want 1", n, err)
+	}
+	for _, j := range jobs {
+		got, err := s.JobGet(ctx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State != job.StateCanceled || got.FinishedAt == nil || got.LeaseToken != [16]byte{} {
+			t.Errorf("%s: state %s finished_at %v token %s, want canceled, finished, no lease", j.Kind, got.State, got.FinishedAt, got.LeaseToken)
+		}
+		events, err := s.JobEvents(ctx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := events[len(events)-1].Kind; last != job.EventCanceled {
+			t.Errorf("%s: last event %s, want canceled", j.Kind, last)
+		}
+	}
+}
+
+// TestEmptyKeysStoredNull: empty lock, partition and idempotency keys are
+// NULL in the table (so the unique indexes ignore them) and read back "".
+func TestEmptyKeysStoredNull(t *testing.T) {
+	s := openTemp(t, nil)
+	res, err := s.JobInsertMany(t.Context(), []job.InsertParams{{Kind: "k"}, {Kind: "k"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res[0].Created || !res[1].Created {
+		t.Fatal("two jobs without keys: want both created")
+	}
+	var n int
+	err = s.r.QueryRowContext(t.Context(), `SELECT count(*) FROM jobd_jobs
+		WHERE lock_key IS NULL AND partition_key IS NULL AND idempotency_key IS NULL AND args_hash IS NULL`).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Fatalf("%d rows with NULL keys, want 2", n)
+	}
+	j := res[0].Job
+	if j.LockKey != "" || j.PartitionKey != "" || j.IdempotencyKey != "" || j.ArgsHash != "" {
+		t.Fatalf("keys read back as %q %q %q %q, want empty", j.LockKey, j.PartitionKey, j.IdempotencyKey, j.ArgsHash)
+	}
+}
+
+// TestResultKeptVerbatim: a result comes back byte for byte, through the
+// batch of successes and through a single outcome.
+func TestResultKeptVerbatim(t *testing.T) {
+	s := openTemp(t, nil)
+	ctx := t.Context()
+	if _, err := s.JobInsertMany(ctx, []job.InsertParams{{Kind: "a"}, {Kind: "b"}}); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := s.JobClaim(ctx, store.ClaimParams{Queue: job.DefaultQueue, Max: 2, Owner: "w"})
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("JobClaim: %d jobs, %v", len(jobs), err)
+	}
+	result := json.RawMessage(`{"b": 1.0,  "a": ["\u00e9", 12345678901234567890]}`)
+	batch := []store.Outcome{{Lease: store.Lease{ID: jobs[0].ID, Token: jobs[0].LeaseToken}, Status: store.OutcomeSucceeded, Result: result}}
+	mixed := []store.Outcome{
+		{Lease: store.Lease{ID: jobs[1].ID, Token: jobs[1].LeaseToken}, Status: store.OutcomeSucceeded, Result: result},
+		{Lease: store.Lease{ID: jobs[0].ID, Token: jobs[0].LeaseToken}, Status: store.OutcomeCanceled}, // lost: forces the per-outcome path
+	}
+	for _, outcomes := range [][]store.Outcome{batch, mixed} {
+		res, err := s.JobFinish(ctx, outcomes)
+		if err != nil || res[0].Lost {
+			t.Fatalf("JobFinish: %+v, %v", res, err)
+		}
+		got, err := s.JobGet(ctx, outcomes[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got.Result) != string(result) {
+			t.Fatalf("result %s, want %s", got.Result, result)
+		}
+	}
+}

@@ -1,0 +1,16 @@
+-- The hot path of JobFinish: a batch of successes, each job once, in one
+-- statement. :batch is a JSON array of {"id", "token", "result"}, result
+-- being the result's JSON text or absent. Fenced like every finish: a job
+-- whose row does not come back had lost its lease.
+UPDATE jobd_jobs
+SET state = 'succeeded',
+    result = b.value ->> 'result',
+    finished_at = :now,
+    lease_token = NULL,
+    lease_expires_at = NULL,
+    updated_at = :now
+FROM json_each(:batch) AS b
+WHERE jobd_jobs.id = b.value ->> 'id'
+  AND jobd_jobs.state = 'running'
+  AND jobd_jobs.lease_token = b.value ->> 'token'
+RETURNING id, attempt

@@ -1,0 +1,1 @@
+SELECT * FROM jobd_jobs WHERE idempotency_key = ?

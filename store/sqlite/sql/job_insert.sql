@@ -1,0 +1,13 @@
+-- Creates one queued job, or nothing when its idempotency key is taken or,
+-- with active dedupe, a queued or running twin holds its args hash (the
+-- partial unique indexes). The caller then looks that job up instead.
+INSERT INTO jobd_jobs (
+    id, queue, kind, args, state, priority, run_at, max_attempts, lease_ttl_us,
+    lock_key, partition_key, idempotency_key, args_hash, created_at, updated_at
+) VALUES (
+    :id, :queue, :kind, :args, 'queued', :priority, :run_at, :max_attempts, :lease_ttl_us,
+    nullif(:lock_key, ''), nullif(:partition_key, ''), nullif(:idempotency_key, ''),
+    nullif(:args_hash, ''), :now, :now
+)
+ON CONFLICT DO NOTHING
+RETURNING *

@@ -1,0 +1,14 @@
+-- One page of the "updated since" feed, ascending by (updated_at, id).
+-- Without a cursor the caller passes (:since, ''), which makes the row
+-- value comparison mean updated_at >= :since. Both bounds are ranges on
+-- jobd_jobs_updated_idx.
+SELECT * FROM jobd_jobs
+WHERE (:queue = '' OR queue = :queue)
+  AND (:kind = '' OR kind = :kind)
+  AND (:states = '' OR state IN (SELECT value FROM json_each(:states)))
+  AND (:lock_key = '' OR lock_key = :lock_key)
+  AND (:partition_key = '' OR partition_key = :partition_key)
+  AND updated_at >= :since
+  AND (updated_at, id) > (:after_at, :after_id)
+ORDER BY updated_at, id
+LIMIT :limit

@@ -1,0 +1,2 @@
+-- The file's journal mode, which Open requires to be WAL.
+PRAGMA journal_mode

@@ -1,0 +1,3 @@
+SELECT id, name, prefix, hash, scopes, created_at
+FROM jobd_api_keys
+ORDER BY created_at, id

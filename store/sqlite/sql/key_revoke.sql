@@ -1,0 +1,1 @@
+DELETE FROM jobd_api_keys WHERE id = ?

@@ -1,0 +1,1 @@
+DELETE FROM jobd_leaders WHERE name = :name AND node = :node

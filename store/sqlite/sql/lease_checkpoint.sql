@@ -1,0 +1,8 @@
+-- Stores the checkpoint (kept across retries) and extends the lease,
+-- fenced by the token.
+UPDATE jobd_jobs
+SET checkpoint = :checkpoint,
+    lease_expires_at = :now + lease_ttl_us,
+    heartbeat_at = :now,
+    updated_at = :now
+WHERE id = :id AND state = 'running' AND lease_token = :token

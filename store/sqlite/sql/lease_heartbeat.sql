@@ -1,0 +1,7 @@
+-- Extends a lease that is still held: the job running under this token.
+UPDATE jobd_jobs
+SET lease_expires_at = :now + lease_ttl_us,
+    heartbeat_at = :now,
+    updated_at = :now
+WHERE id = :id AND state = 'running' AND lease_token = :token
+RETURNING cancel_requested

@@ -1,0 +1,1 @@
+SELECT count(*) FROM jobd_schema_migrations WHERE version = ?

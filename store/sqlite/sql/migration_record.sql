@@ -1,0 +1,1 @@
+INSERT INTO jobd_schema_migrations (version, applied_at) VALUES (?, ?)

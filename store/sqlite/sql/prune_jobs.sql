@@ -1,0 +1,10 @@
+-- Deletes finished jobs that finished before :before, oldest first; the
+-- finished index finds them. The caller deletes their events with them.
+DELETE FROM jobd_jobs
+WHERE id IN (
+    SELECT id FROM jobd_jobs
+    WHERE state IN ('succeeded', 'failed', 'canceled') AND finished_at < :before
+    ORDER BY finished_at
+    LIMIT :limit
+)
+RETURNING id

@@ -1,0 +1,1 @@
+SELECT queue, state, count(*) FROM jobd_jobs GROUP BY queue, state

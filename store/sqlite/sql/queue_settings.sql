@@ -1,0 +1,1 @@
+SELECT name, paused FROM jobd_queues

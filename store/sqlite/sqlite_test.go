@@ -1,0 +1,70 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"jobd/clock"
+	"jobd/store"
+	"jobd/store/storetest"
+)
+
+// openAt opens and migrates a Store on the file at path, closed when t
+// ends.
+func openAt(t testing.TB, path string, c clock.Clock) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), path, Options{Clock: c})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	if err := s.Migrate(context.Background()); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	return s
+}
+
+// openTemp opens a migrated Store on a new file of its own.
+func openTemp(t testing.TB, c clock.Clock) *Store {
+	t.Helper()
+	return openAt(t, filepath.Join(t.TempDir(), "jobd.db"), c)
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, c clock.Clock) store.Store {
+		return openTemp(t, c)
+	})
+}
+
+// TestPragmas checks the connection settings the DSN asks for: durable
+// WAL writes, a busy timeout, and read-only readers.
+func TestPragmas(t *testing.T) {
+	s := openTemp(t, nil)
+	for _, tc := range []struct {
+		db     *sql.DB
+		pragma string
+		want   string
+	}{
+		{s.w, "journal_mode", "wal"},
+		{s.w, "synchronous", "2"}, // FULL
+		{s.w, "foreign_keys", "1"},
+		{s.w, "busy_timeout", strconv.Itoa(busyTimeoutMS)},
+		{s.r, "query_only", "1"},
+		{s.r, "busy_timeout", strconv.Itoa(busyTimeoutMS)},
+	} {
+		var got string
+		if err := tc.db.QueryRowContext(t.Context(), "PRAGMA "+tc.pragma).Scan(&got); err != nil {
+			t.Fatalf("PRAGMA %s: %v", tc.pragma, err)
+		}
+		if got != tc.want {
+			t.Errorf("PRAGMA %s = %s, want %s", tc.pragma, got, tc.want)
+		}
+	}
+}

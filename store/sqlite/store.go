@@ -1,0 +1,213 @@
+// Package sqlite is jobd's embedded store: store.Store on a single SQLite
+// file (modernc.org/sqlite, pure Go), so that jobd runs with no database
+// server at all.
+//
+// The file is in WAL mode with synchronous=FULL: a job is durable, even
+// across a power loss, once the call that wrote it returns, and a batch
+// pays for one fsync. SQLite has one writer at a time, so writes go
+// through one connection and every write transaction begins IMMEDIATE
+// (it takes the write lock up front and never upgrades, so it cannot
+// deadlock with another writer); reads use a pool of their own, which WAL
+// lets run beside the writer.
+//
+// Wake-ups are in-process: Store values opened on one file in one process
+// share a wakeup.Hub. Several processes on one file work (SQLite locks the
+// file) but only wake each other through the workers' poll.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"jobd/clock"
+	"jobd/job"
+	"jobd/store"
+	"jobd/store/wakeup"
+)
+
+// busyTimeoutMS is how long a connection waits for another one's lock
+// (another process, or another Store on the same file) before SQLite
+// reports SQLITE_BUSY.
+const busyTimeoutMS = 10000
+
+// Options configures a Store. Zero values take the defaults.
+type Options struct {
+	// Clock tells the time of every write; default clock.Real.
+	Clock clock.Clock
+	// Logger receives the store's rare messages (migrations applied);
+	// default: discarded.
+	Logger *slog.Logger
+	// MaxArgsBytes limits a job's args; default job.DefaultMaxArgsBytes.
+	MaxArgsBytes int
+}
+
+// Store is a jobd database in one SQLite file. It implements store.Store.
+type Store struct {
+	path    string
+	w       *sql.DB // the writer: one connection, IMMEDIATE transactions
+	r       *sql.DB // readers
+	clock   clock.Clock
+	log     *slog.Logger
+	maxArgs int
+
+	hub       *wakeup.Hub
+	scheduler *wakeup.Scheduler
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating it if needed) the SQLite database at path. It does
+// not create the schema: call Migrate.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") {
+		return nil, fmt.Errorf("sqlite: open %q: need a file path", path)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %q: %w", path, err)
+	}
+	s := &Store{
+		path:    abs,
+		clock:   opts.Clock,
+		log:     opts.Logger,
+		maxArgs: opts.MaxArgsBytes,
+	}
+	if s.clock == nil {
+		s.clock = clock.Real
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.maxArgs <= 0 {
+		s.maxArgs = job.DefaultMaxArgsBytes
+	}
+
+	// The writer opens first: it turns WAL on (a setting of the file) before
+	// any reader connects.
+	s.w, err = sql.Open("sqlite", dsn(abs, url.Values{
+		"_txlock": {"immediate"},
+		"_pragma": {
+			fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS),
+			"journal_mode(WAL)",
+			"synchronous(FULL)",
+			"foreign_keys(1)",
+		},
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
+	}
+	s.w.SetMaxOpenConns(1)
+	s.w.SetMaxIdleConns(1)
+	// SQLite keeps the old journal mode, without an error, where WAL is
+	// not possible (some network file systems); readers would then block
+	// the writer.
+	var mode string
+	if err := s.w.QueryRowContext(ctx, journalModeSQL).Scan(&mode); err != nil {
+		s.w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		s.w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: journal mode is %q, want WAL", abs, mode)
+	}
+
+	s.r, err = sql.Open("sqlite", dsn(abs, url.Values{
+		"_pragma": {
+			fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS),
+			"foreign_keys(1)",
+			"query_only(1)",
+		},
+	}))
+	if err != nil {
+		s.w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
+	}
+	readers := max(4, runtime.GOMAXPROCS(0))
+	s.r.SetMaxOpenConns(readers)
+	s.r.SetMaxIdleConns(readers)
+	if err := s.r.PingContext(ctx); err != nil {
+		s.w.Close()
+		s.r.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
+	}
+
+	s.hub = acquireHub(abs)
+	s.scheduler = wakeup.NewScheduler(s.clock, s.hub.Send)
+	return s, nil
+}
+
+// dsn is the modernc.org/sqlite data source name of the file at abs: a
+// "file:" URI, whose path escapes the characters URIs reserve, followed by
+// the driver's parameters.
+func dsn(abs string, params url.Values) string {
+	path := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(abs))
+	return "file:" + path + "?" + params.Encode()
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.w.PingContext(ctx); err != nil {
+		return fmt.Errorf("sqlite: ping: %w", err)
+	}
+	if err := s.r.PingContext(ctx); err != nil {
+		return fmt.Errorf("sqlite: ping: %w", err)
+	}
+	return nil
+}
+
+// Close stops the wake-up timers and closes the connections. Calling it
+// again does nothing and returns the first call's error.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.scheduler.Close()
+		releaseHub(s.path)
+		s.closeErr = errors.Join(s.r.Close(), s.w.Close())
+		if s.closeErr != nil {
+			s.closeErr = fmt.Errorf("sqlite: close: %w", s.closeErr)
+		}
+	})
+	return s.closeErr
+}
+
+// now is the store's current time, to the microsecond the database keeps.
+func (s *Store) now() int64 { return s.clock.Now().UnixMicro() }
+
+// writeTx runs fn in one IMMEDIATE transaction on the writer, committing
+// when fn returns nil.
+func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// readTx runs fn in one read transaction, so that its queries see one
+// snapshot of the database.
+func (s *Store) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only: nothing to lose
+	return fn(tx)
+}

@@ -1,0 +1,102 @@
+package sqlite
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"jobd/store/wakeup"
+)
+
+// hubs holds one wakeup.Hub per database file in this process, so that
+// Store values opened on the same file (two "nodes" in one test, say) see
+// each other's wake-ups. Entries are counted by their open Stores and
+// dropped with the last one.
+var hubs = struct {
+	sync.Mutex
+	m map[string]*sharedHub
+}{m: make(map[string]*sharedHub)}
+
+type sharedHub struct {
+	hub  wakeup.Hub
+	refs int
+}
+
+// acquireHub returns the hub of the file at abs (a cleaned absolute path).
+func acquireHub(abs string) *wakeup.Hub {
+	hubs.Lock()
+	defer hubs.Unlock()
+	h, ok := hubs.m[abs]
+	if !ok {
+		h = &sharedHub{}
+		hubs.m[abs] = h
+	}
+	h.refs++
+	return &h.hub
+}
+
+// releaseHub drops one reference to the hub of abs.
+func releaseHub(abs string) {
+	hubs.Lock()
+	defer hubs.Unlock()
+	if h, ok := hubs.m[abs]; ok {
+		h.refs--
+		if h.refs <= 0 {
+			delete(hubs.m, abs)
+		}
+	}
+}
+
+// Wake tells the listeners of every Store on this file, in this process,
+// that queues may have jobs. With no queue it wakes them for any queue.
+func (s *Store) Wake(ctx context.Context, queues ...string) error {
+	if len(queues) == 0 {
+		s.hub.Send("")
+	}
+	for _, q := range queues {
+		s.hub.Send(q)
+	}
+	return nil
+}
+
+// Listen calls wake with a queue name each time jobs may have become
+// available in it, until ctx ends; then it returns nil. wake must not
+// block: it runs on the goroutine of the write that woke it.
+func (s *Store) Listen(ctx context.Context, wake func(queue string)) error {
+	unsubscribe := s.hub.Subscribe(wake)
+	defer unsubscribe()
+	<-ctx.Done()
+	return nil
+}
+
+// wakeups collects, during a write, the queues whose jobs become
+// available, to be woken once the write has committed (a listener that
+// claims at once must see the jobs).
+type wakeups struct {
+	now    int64
+	queues map[string]int64 // queue -> earliest run_at, unix µs
+}
+
+func newWakeups(now int64) *wakeups { return &wakeups{now: now} }
+
+// add notes that a job of queue is available at runAt (unix µs).
+func (w *wakeups) add(queue string, runAt int64) {
+	if w.queues == nil {
+		w.queues = make(map[string]int64)
+	}
+	if at, ok := w.queues[queue]; !ok || runAt < at {
+		w.queues[queue] = runAt
+	}
+}
+
+// send wakes queues whose jobs are available now and schedules the others
+// for their run_at.
+func (s *Store) send(w *wakeups) {
+	for q, at := range w.queues {
+		if at <= w.now {
+			s.hub.Send(q)
+		} else {
+			s.scheduler.At(q, time.UnixMicro(at))
+		}
+	}
+}
