@@ -1,0 +1,250 @@
+// Package bench measures jobd on a real store: backlog throughput,
+// continuous insert-and-work, enqueue-to-start latency and the claim's
+// sensitivity to backlog size. It works in its own queue and removes its
+// jobs afterwards unless told to keep them.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"jobd/engine"
+	"jobd/job"
+	"jobd/store"
+)
+
+// Queue is the queue every benchmark job goes to.
+const Queue = "bench"
+
+const kind = "bench-noop"
+
+// Modes jobd bench knows.
+var Modes = []string{"throughput", "continuous", "latency", "backlog"}
+
+// Config says what to measure.
+type Config struct {
+	Store       store.Store // migrated
+	Mode        string      // one of Modes, or "all"
+	Jobs        int         // backlog size for throughput (default 200 000)
+	Duration    time.Duration
+	Concurrency int  // worker goroutines (default 200)
+	Rate        int  // latency mode: inserts per second (default 100)
+	Keep        bool // leave the bench queue's jobs in place
+	Logger      *slog.Logger
+}
+
+// Figure is one measured number.
+type Figure struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit"`
+}
+
+// Run measures what cfg.Mode asks and returns the figures, also written
+// to progress as they come (nil for none).
+func Run(ctx context.Context, cfg Config, progress io.Writer) ([]Figure, error) {
+	cfg = withDefaults(cfg)
+	if progress == nil {
+		progress = io.Discard
+	}
+	var all []Figure
+	for _, mode := range Modes {
+		if cfg.Mode != "all" && cfg.Mode != mode {
+			continue
+		}
+		if err := purge(ctx, cfg.Store); err != nil {
+			return all, err
+		}
+		figs, err := runMode(ctx, cfg, mode, progress)
+		all = append(all, figs...)
+		if err != nil {
+			return all, fmt.Errorf("%s: %w", mode, err)
+		}
+	}
+	if !cfg.Keep {
+		if err := purge(ctx, cfg.Store); err != nil {
+			return all, err
+		}
+	}
+	return all, nil
+}
+
+func withDefaults(cfg Config) Config {
+	if cfg.Mode == "" {
+		cfg.Mode = "all"
+	}
+	if cfg.Jobs <= 0 {
+		cfg.Jobs = 200_000
+	}
+	if cfg.Duration <= 0 {
+		cfg.Duration = 30 * time.Second
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 200
+	}
+	if cfg.Rate <= 0 {
+		cfg.Rate = 100
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return cfg
+}
+
+// ValidMode reports whether mode is one of Modes or "all".
+func ValidMode(mode string) bool {
+	if mode == "all" {
+		return true
+	}
+	for _, m := range Modes {
+		if m == mode {
+			return true
+		}
+	}
+	return false
+}
+
+func runMode(ctx context.Context, cfg Config, mode string, w io.Writer) ([]Figure, error) {
+	switch mode {
+	case "throughput":
+		return throughput(ctx, cfg, w)
+	case "continuous":
+		return continuous(ctx, cfg, w)
+	case "latency":
+		return latency(ctx, cfg, w)
+	case "backlog":
+		return backlog(ctx, cfg, w)
+	}
+	return nil, fmt.Errorf("unknown mode %q", mode)
+}
+
+func report(w io.Writer, f Figure) Figure {
+	fmt.Fprintf(w, "%-28s %12.1f %s\n", f.Name, f.Value, f.Unit)
+	return f
+}
+
+// worker runs an engine on the bench queue whose handler calls onStart
+// with the job's args as they start; stop it with the returned function.
+type worker struct {
+	done    atomic.Int64
+	stop    context.CancelFunc
+	stopped chan error
+}
+
+func startWorker(ctx context.Context, cfg Config, onStart func(args json.RawMessage)) (*worker, error) {
+	eng, err := engine.New(engine.Config{
+		Store:  cfg.Store,
+		Queues: []engine.QueueConfig{{Queue: Queue, Concurrency: cfg.Concurrency}},
+		Logger: cfg.Logger,
+		Node:   "bench",
+	})
+	if err != nil {
+		return nil, err
+	}
+	w := &worker{stopped: make(chan error, 1)}
+	engine.Register(eng, kind, func(ctx context.Context, j *engine.Job[json.RawMessage]) (struct{}, error) {
+		if onStart != nil {
+			onStart(j.Args)
+		}
+		w.done.Add(1)
+		return struct{}{}, nil
+	})
+	runCtx, cancel := context.WithCancel(ctx)
+	w.stop = cancel
+	go func() { w.stopped <- eng.Run(runCtx) }()
+	return w, nil
+}
+
+func (w *worker) close() error {
+	w.stop()
+	err := <-w.stopped
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// insertBacklog inserts n jobs in batches, spread over a few goroutines,
+// and returns how long it took.
+func insertBacklog(ctx context.Context, s store.Store, n int) (time.Duration, error) {
+	const batch = 1000
+	const inserters = 4
+	start := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, inserters)
+	for range inserters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				from := int(next.Add(batch)) - batch
+				if from >= n {
+					return
+				}
+				size := min(batch, n-from)
+				if _, err := s.JobInsertMany(ctx, noopParams(size)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return 0, fmt.Errorf("insert backlog: %w", err)
+	}
+	return time.Since(start), nil
+}
+
+func noopParams(n int) []job.InsertParams {
+	ps := make([]job.InsertParams, n)
+	for i := range ps {
+		ps[i] = job.InsertParams{Queue: Queue, Kind: kind}
+	}
+	return ps
+}
+
+// waitDone waits until the worker has run n jobs and none of the bench
+// queue's jobs are queued or running any more (their outcomes written).
+func waitDone(ctx context.Context, s store.Store, w *worker, n int64) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if w.done.Load() >= n {
+			left, err := s.JobList(ctx, store.ListParams{Queue: Queue, States: []job.State{job.StateQueued, job.StateRunning}})
+			if err != nil {
+				return err
+			}
+			if left.Total == 0 {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p * float64(len(sorted)-1))
+	return sorted[i]
+}
+
+func sortDurations(d []time.Duration) {
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+}

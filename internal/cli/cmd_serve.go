@@ -1,0 +1,162 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"jobd/engine"
+	"jobd/engine/builtin"
+	"jobd/httpapi"
+)
+
+var serveCommand = &Command{
+	Name:    "serve",
+	Usage:   "jobd serve [--database URL] [--listen ADDR] [--workers JSON] [flags]",
+	Summary: "run the server: HTTP API and worker pools",
+	Run:     runServe,
+}
+
+func init() { commands = append(commands, serveCommand) }
+
+// Version is jobd's version, reported by /status.
+var Version = "0.1.0-dev"
+
+type serveFlags struct {
+	database, listen, workers, node, adminSecret string
+	logLevel, logFormat                          string
+	shutdownTimeout, retention                   time.Duration
+	heartbeat, poll, reaper, progress            time.Duration
+	maxBody, maxArgs                             int
+}
+
+func (f *serveFlags) register(fs *flag.FlagSet) {
+	d := engine.Config{}.WithDefaults()
+	fs.StringVar(&f.database, "database", defaultDatabase, "postgres://… or sqlite:PATH")
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "HTTP listen address")
+	fs.StringVar(&f.workers, "workers", `[{"queue":"default","concurrency":4}]`, "worker pools as JSON: [{\"queue\":Q,\"concurrency\":N,\"backoff\":{…}}]")
+	fs.StringVar(&f.node, "node", "", "this node's name in leases (default host-pid-random)")
+	fs.StringVar(&f.adminSecret, "admin-secret", "", "turns authentication on; the bearer secret with every scope")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "how long running jobs may finish on SIGTERM before they are released")
+	fs.DurationVar(&f.retention, "retention", d.Retention, "finished jobs and their events are pruned after this")
+	fs.DurationVar(&f.heartbeat, "heartbeat-interval", d.HeartbeatInterval, "lease renewal period of running jobs")
+	fs.DurationVar(&f.poll, "poll-interval", d.PollInterval, "safety-net claim poll of idle workers")
+	fs.DurationVar(&f.reaper, "reaper-interval", d.ReaperInterval, "period of the expired-lease reaper")
+	fs.DurationVar(&f.progress, "progress-interval", d.ProgressInterval, "minimum gap between progress writes of one job")
+	fs.IntVar(&f.maxBody, "max-body", 1<<20, "request body limit in bytes")
+	fs.IntVar(&f.maxArgs, "max-args", 1<<20, "job args limit in bytes")
+}
+
+func runServe(ctx context.Context, env *Env, args []string) error {
+	var f serveFlags
+	fs := newFlagSet(env, "serve")
+	f.register(fs)
+	if err := parseFlags(fs, env, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError("unexpected argument %q", fs.Arg(0))
+	}
+	queues, err := engine.ParseQueues([]byte(f.workers))
+	if err != nil {
+		return usageError("--workers: %v", err)
+	}
+	logger := newLogger(env, f.logLevel, f.logFormat)
+
+	st, err := openStore(ctx, f.database, logger)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	eng, err := engine.New(engine.Config{
+		Store: st, Queues: queues, Node: f.node, Logger: logger,
+		HeartbeatInterval: f.heartbeat, PollInterval: f.poll, ReaperInterval: f.reaper,
+		ProgressInterval: f.progress, Retention: f.retention, ShutdownTimeout: f.shutdownTimeout,
+	})
+	if err != nil {
+		return usageError("%v", err)
+	}
+	builtin.Register(eng)
+	handler, err := httpapi.New(httpapi.Config{
+		Store: st, Logger: logger, Version: Version, AdminSecret: f.adminSecret,
+		MaxBodyBytes: int64(f.maxBody), MaxArgsBytes: f.maxArgs,
+	})
+	if err != nil {
+		return usageError("%v", err)
+	}
+	return serve(ctx, logger, f.listen, handler, eng)
+}
+
+// serve runs the HTTP server and the engine until ctx ends, then stops
+// both: the engine finishes or releases its jobs, the server drains.
+func serve(ctx context.Context, logger *slog.Logger, addr string, handler http.Handler, eng *engine.Engine) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	// Requests run under baseCtx, cancelled at shutdown so that long-polls
+	// and event streams end at once instead of holding Shutdown up.
+	baseCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRequests()
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+	}
+	logger.Info("jobd serving", "addr", ln.Addr().String(), "version", Version)
+
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- srv.Serve(ln) }()
+	engineCtx, stopEngine := context.WithCancel(ctx)
+	defer stopEngine()
+	engineDone := make(chan error, 1)
+	go func() { engineDone <- eng.Run(engineCtx) }()
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-httpDone:
+		runErr = fmt.Errorf("http server: %w", err)
+	}
+	logger.Info("jobd stopping")
+	stopEngine()
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := drain(shutdownCtx, srv, cancelRequests); err != nil {
+		_ = srv.Close()
+	}
+	if runErr == nil {
+		if err := <-httpDone; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			runErr = fmt.Errorf("http server: %w", err)
+		}
+	}
+	if err := <-engineDone; err != nil && !errors.Is(err, context.Canceled) {
+		runErr = errors.Join(runErr, fmt.Errorf("engine: %w", err))
+	}
+	logger.Info("jobd stopped")
+	return runErr
+}
+
+// drain shuts srv down: short requests get a moment to finish, then the
+// request contexts are cancelled so long-polls and streams end too.
+func drain(ctx context.Context, srv *http.Server, cancelRequests context.CancelFunc) error {
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(2 * time.Second):
+		cancelRequests()
+		return <-done
+	}
+}
