@@ -1,0 +1,200 @@
+package engine
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+	"unicode/utf8"
+
+	"jobd/clock"
+	"jobd/job"
+	"jobd/store"
+)
+
+// Defaults of Config (DESIGN.md section 2).
+const (
+	DefaultHeartbeatInterval = 10 * time.Second
+	DefaultPollInterval      = 2 * time.Second
+	DefaultProgressInterval  = time.Second
+	DefaultReaperInterval    = 10 * time.Second
+	DefaultRetention         = 7 * 24 * time.Hour
+	DefaultShutdownTimeout   = 30 * time.Second
+)
+
+// Config configures an Engine. Zero fields take the documented defaults
+// (see WithDefaults).
+type Config struct {
+	// Store is the database. Required.
+	Store store.Store
+	// Queues lists the worker pools of this node. None: this node only
+	// inserts and reads (and still takes its turn at the duties).
+	Queues []QueueConfig
+	// Node names this process as a lease owner and leader candidate.
+	// Default: hostname-pid-random.
+	Node string
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Clock defaults to clock.Real.
+	Clock clock.Clock
+	// HeartbeatInterval is the gap between lease renewals of the running
+	// jobs (one batched call for all of them). Default 10s.
+	HeartbeatInterval time.Duration
+	// PollInterval is the safety-net claim poll of an idle queue, under
+	// the store's wake-ups. Default 2s.
+	PollInterval time.Duration
+	// ProgressInterval is the least gap between two progress writes of a
+	// job; a phase change is written at once. Default 1s.
+	ProgressInterval time.Duration
+	// ReaperInterval is the gap between two rescues of expired leases by
+	// the leader; the leader's term is three times as long. Default 10s.
+	ReaperInterval time.Duration
+	// Retention is how long finished jobs are kept. Default 7 days.
+	Retention time.Duration
+	// ShutdownTimeout is how long a shutdown waits for running handlers
+	// before it cancels them and releases their jobs. Default 30s.
+	ShutdownTimeout time.Duration
+}
+
+// WithDefaults returns c with its zero fields set to the defaults.
+func (c Config) WithDefaults() Config {
+	if c.Node == "" {
+		c.Node = defaultNode()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real
+	}
+	setDefault(&c.HeartbeatInterval, DefaultHeartbeatInterval)
+	setDefault(&c.PollInterval, DefaultPollInterval)
+	setDefault(&c.ProgressInterval, DefaultProgressInterval)
+	setDefault(&c.ReaperInterval, DefaultReaperInterval)
+	setDefault(&c.Retention, DefaultRetention)
+	setDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	return c
+}
+
+func setDefault(d *time.Duration, def time.Duration) {
+	if *d == 0 {
+		*d = def
+	}
+}
+
+func defaultNode() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "jobd"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// Validate reports the first invalid field of c as a *job.ValidationError
+// naming it. Zero fields are valid: they stand for the defaults.
+func (c Config) Validate() error {
+	if c.Store == nil {
+		return job.Invalid("Store", "is required")
+	}
+	if len(c.Node) > 255 || !utf8.ValidString(c.Node) {
+		return job.Invalid("Node", "must be valid UTF-8 of at most 255 bytes")
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"HeartbeatInterval", c.HeartbeatInterval},
+		{"PollInterval", c.PollInterval},
+		{"ProgressInterval", c.ProgressInterval},
+		{"ReaperInterval", c.ReaperInterval},
+		{"Retention", c.Retention},
+		{"ShutdownTimeout", c.ShutdownTimeout},
+	} {
+		if d.v < 0 {
+			return job.Invalid(d.name, "must not be negative, got %s", d.v)
+		}
+	}
+	return validateQueues(c.Queues)
+}
+
+// QueueConfig is one worker pool: how many jobs of Queue this node runs at
+// once, and how long a failed job waits before its next attempt.
+type QueueConfig struct {
+	Queue       string `json:"queue"`
+	Concurrency int    `json:"concurrency"`
+	// Backoff is the retry-delay policy; zero is DefaultBackoff.
+	Backoff Backoff `json:"backoff"`
+}
+
+// MaxConcurrency bounds QueueConfig.Concurrency.
+const MaxConcurrency = 10000
+
+func (q QueueConfig) validate(i int) error {
+	field := func(name string) string { return fmt.Sprintf("queues[%d].%s", i, name) }
+	if q.Queue == "" {
+		return job.Invalid(field("queue"), "is required")
+	}
+	if len(q.Queue) > 128 || !utf8.ValidString(q.Queue) {
+		return job.Invalid(field("queue"), "must be valid UTF-8 of at most 128 bytes")
+	}
+	for _, r := range q.Queue {
+		if r < 0x20 || r == 0x7f {
+			return job.Invalid(field("queue"), "must not contain control characters")
+		}
+	}
+	if q.Concurrency < 1 || q.Concurrency > MaxConcurrency {
+		return job.Invalid(field("concurrency"), "must be between 1 and %d, got %d", MaxConcurrency, q.Concurrency)
+	}
+	if err := q.Backoff.validate(field("backoff")); err != nil {
+		return err
+	}
+	return nil
+}
+
+func validateQueues(qs []QueueConfig) error {
+	seen := make(map[string]bool, len(qs))
+	for i, q := range qs {
+		if err := q.validate(i); err != nil {
+			return err
+		}
+		if seen[q.Queue] {
+			return job.Invalid(fmt.Sprintf("queues[%d].queue", i), "%q is listed twice", q.Queue)
+		}
+		seen[q.Queue] = true
+	}
+	return nil
+}
+
+// ParseQueues reads the worker pools from JSON (the JOBD_WORKERS setting),
+// for example [{"queue":"default","concurrency":4}]. Unknown fields are
+// rejected; errors are *job.ValidationError naming the field.
+func ParseQueues(data []byte) ([]QueueConfig, error) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(data, &raws); err != nil {
+		return nil, job.Invalid("queues", "must be a JSON array of queue objects: %v", err)
+	}
+	qs := make([]QueueConfig, len(raws))
+	for i, raw := range raws {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&qs[i]); err != nil {
+			var ve *job.ValidationError
+			if errors.As(err, &ve) {
+				ve.Field = fmt.Sprintf("queues[%d].%s", i, ve.Field)
+				return nil, ve
+			}
+			return nil, job.Invalid(fmt.Sprintf("queues[%d]", i), "%v", err)
+		}
+	}
+	if err := validateQueues(qs); err != nil {
+		return nil, err
+	}
+	return qs, nil
+}

@@ -1,0 +1,289 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"jobd/clock"
+	"jobd/job"
+	"jobd/store"
+)
+
+// hardStopGrace is how long a shutdown waits, after cancelling the
+// handlers that outlived ShutdownTimeout, before it releases their jobs
+// without them.
+const hardStopGrace = 5 * time.Second
+
+// flushTimeout bounds the shutdown's last write of outcomes (retried
+// with backoff while the database does not answer).
+const flushTimeout = 15 * time.Second
+
+// resignTimeout bounds the leader resignation at the end of Run.
+const resignTimeout = 5 * time.Second
+
+// Engine runs jobs of a store in this process. Create it with New,
+// register handlers, then call Run once.
+type Engine struct {
+	cfg   Config
+	store store.Store
+	log   *slog.Logger
+	clock clock.Clock
+
+	hmu      sync.RWMutex
+	handlers map[string]handlerFunc
+
+	// producers is fixed by New, so it is read without a lock.
+	producers map[string]*producer
+	fin       *finisher
+
+	mu sync.Mutex
+	// running holds the jobs whose handlers run here, one entry per claim
+	// (a job can be claimed again, here, while a handler that lost its
+	// lease still runs).
+	running map[*execution]struct{}
+	// jobEnded receives (without blocking) each time a running job ends,
+	// for the shutdown to recount.
+	jobEnded chan struct{}
+
+	started atomic.Bool
+	led     atomic.Bool // this node was the maintenance leader at some point
+}
+
+// New checks cfg, fills its defaults and returns an engine ready for
+// Register and Run.
+func New(cfg Config) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	cfg = cfg.WithDefaults()
+	e := &Engine{
+		cfg:       cfg,
+		store:     cfg.Store,
+		log:       cfg.Logger,
+		clock:     cfg.Clock,
+		handlers:  make(map[string]handlerFunc),
+		producers: make(map[string]*producer, len(cfg.Queues)),
+		running:   make(map[*execution]struct{}),
+		jobEnded:  make(chan struct{}, 1),
+	}
+	e.fin = &finisher{e: e, kick: make(chan struct{}, 1)}
+	for _, q := range cfg.Queues {
+		e.producers[q.Queue] = &producer{e: e, cfg: q, wake: make(chan struct{}, 1)}
+	}
+	return e, nil
+}
+
+// Node returns the name this engine uses as lease owner.
+func (e *Engine) Node() string { return e.cfg.Node }
+
+// Insert creates one job (see store.Store.JobInsertMany). The store wakes
+// the workers of its queue.
+func (e *Engine) Insert(ctx context.Context, p job.InsertParams) (store.InsertResult, error) {
+	res, err := e.InsertMany(ctx, []job.InsertParams{p})
+	if err != nil {
+		return store.InsertResult{}, err
+	}
+	return res[0], nil
+}
+
+// InsertMany creates jobs in one transaction: all of them or none.
+func (e *Engine) InsertMany(ctx context.Context, ps []job.InsertParams) ([]store.InsertResult, error) {
+	res, err := e.store.JobInsertMany(ctx, ps)
+	if err != nil {
+		return nil, fmt.Errorf("insert jobs: %w", err)
+	}
+	return res, nil
+}
+
+// Run works the configured queues and takes its turn at the duties until
+// ctx ends, then shuts down gracefully: it stops claiming at once, lets
+// running handlers finish for up to ShutdownTimeout, then cancels them
+// (cause ErrShutdown) and releases every job whose handler did not
+// succeed, writes the pending outcomes, resigns leadership and returns.
+// No goroutine it started outlives it, save a handler that ignores its
+// context (its job is released anyway). Run may be called once.
+func (e *Engine) Run(ctx context.Context) error {
+	if !e.started.CompareAndSwap(false, true) {
+		return errors.New("engine: Run called more than once")
+	}
+	// workCtx carries the store calls that must outlive ctx during the
+	// shutdown (heartbeats, progress, outcomes); jobBase is the parent of
+	// the handlers' contexts, which are cancelled one by one with a cause.
+	jobBase := context.WithoutCancel(ctx)
+	workCtx, stopWork := context.WithCancel(jobBase)
+	defer stopWork()
+
+	finStop := make(chan struct{})
+	finDone := make(chan int, 1)
+	go func() { finDone <- e.fin.run(workCtx, finStop) }()
+
+	hbStop := make(chan struct{})
+	var hb sync.WaitGroup
+	hb.Go(func() { e.heartbeats(workCtx, hbStop) })
+
+	var loops sync.WaitGroup
+	if len(e.producers) > 0 {
+		loops.Go(func() { e.listen(ctx) })
+	}
+	for _, p := range e.producers {
+		loops.Go(func() { p.run(ctx, workCtx, jobBase) })
+	}
+	loops.Go(func() { e.duties(ctx) })
+
+	e.log.Info("engine: started", "node", e.cfg.Node, "queues", len(e.producers))
+	<-ctx.Done()
+	e.log.Info("engine: shutting down", "node", e.cfg.Node, "running", e.runningCount())
+
+	loops.Wait() // no new claims from here on
+	e.drain()
+	close(hbStop)
+
+	close(finStop)
+	var dropped int
+	t := e.clock.NewTimer(flushTimeout)
+	select {
+	case dropped = <-finDone:
+	case <-t.C():
+		stopWork() // the database does not answer: give up on the outcomes
+		dropped = <-finDone
+	}
+	t.Stop()
+	stopWork() // ends a heartbeat still waiting on the database
+	hb.Wait()
+
+	if e.led.Load() {
+		rctx, cancel := context.WithTimeout(jobBase, resignTimeout)
+		if err := e.store.LeaderResign(rctx, leaderName, e.cfg.Node); err != nil {
+			e.log.Warn("engine: resign maintenance leadership", "err", err)
+		}
+		cancel()
+	}
+	e.log.Info("engine: stopped", "node", e.cfg.Node)
+	if dropped > 0 {
+		return fmt.Errorf("engine: %d job outcomes were not written before shutdown; the reaper will return those jobs when their leases expire", dropped)
+	}
+	return nil
+}
+
+// listen turns the store's wake-ups into producer wake-ups until ctx ends.
+func (e *Engine) listen(ctx context.Context) {
+	h := health{log: e.log, what: "listen for wake-ups"}
+	delay := retryMin
+	for {
+		err := e.store.Listen(ctx, e.wakeQueue)
+		if ctx.Err() != nil {
+			return
+		}
+		h.fail(err)
+		if !sleep(ctx, e.clock, delay) {
+			return
+		}
+		delay = nextRetry(delay)
+	}
+}
+
+// wakeQueue wakes the producer of queue, or every producer for "".
+func (e *Engine) wakeQueue(queue string) {
+	if queue == "" {
+		for _, p := range e.producers {
+			p.kick()
+		}
+		return
+	}
+	if p, ok := e.producers[queue]; ok {
+		p.kick()
+	}
+}
+
+func (e *Engine) track(x *execution) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.running[x] = struct{}{}
+}
+
+// end hands x's outcome to the finisher and removes x from the running
+// jobs, unless the shutdown gave its job up already. The outcome is queued
+// before x stops counting as running, so the shutdown never closes the
+// finisher under it.
+func (e *Engine) end(x *execution, out store.Outcome) {
+	e.mu.Lock()
+	_, ok := e.running[x]
+	if ok {
+		delete(e.running, x)
+		e.fin.add(x.finishItem(out))
+	}
+	e.mu.Unlock()
+	if !ok {
+		e.log.Warn("engine: job ended after the shutdown released it; outcome dropped",
+			"job_id", x.job.ID, "kind", x.job.Kind, "outcome", out.Status)
+		return
+	}
+	x.p.done()
+	select {
+	case e.jobEnded <- struct{}{}:
+	default:
+	}
+}
+
+func (e *Engine) runningCount() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.running)
+}
+
+func (e *Engine) runningJobs() []*execution {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	xs := make([]*execution, 0, len(e.running))
+	for x := range e.running {
+		xs = append(xs, x)
+	}
+	return xs
+}
+
+// drain waits for the running handlers, cancels those that outlive
+// ShutdownTimeout, and gives up on those that ignore the cancel.
+func (e *Engine) drain() {
+	if e.waitIdle(e.cfg.ShutdownTimeout) {
+		return
+	}
+	xs := e.runningJobs()
+	e.log.Warn("engine: shutdown timeout passed; cancelling running jobs, which will be released", "jobs", len(xs))
+	for _, x := range xs {
+		x.cancel(ErrShutdown)
+	}
+	if e.waitIdle(hardStopGrace) {
+		return
+	}
+	e.mu.Lock()
+	xs = make([]*execution, 0, len(e.running))
+	for x := range e.running {
+		xs = append(xs, x)
+	}
+	clear(e.running)
+	e.mu.Unlock()
+	for _, x := range xs {
+		e.log.Error("engine: handler still running after its cancel; releasing its job without waiting for it",
+			"job_id", x.job.ID, "kind", x.job.Kind)
+		e.fin.add(x.finishItem(store.Outcome{Lease: x.lease, Status: store.OutcomeReleased}))
+	}
+}
+
+// waitIdle waits up to d for no job to be running.
+func (e *Engine) waitIdle(d time.Duration) bool {
+	t := e.clock.NewTimer(d)
+	defer t.Stop()
+	for e.runningCount() > 0 {
+		select {
+		case <-e.jobEnded:
+		case <-t.C():
+			return e.runningCount() == 0
+		}
+	}
+	return true
+}

@@ -1,0 +1,71 @@
+package engine
+
+import (
+	"errors"
+	"time"
+	"unicode/utf8"
+
+	"jobd/job"
+)
+
+// Causes of a handler's context cancellation, read with context.Cause.
+var (
+	// ErrCancelRequested: someone asked to cancel the job. A handler that
+	// returns an error after this ends the job canceled, not retried.
+	ErrCancelRequested = errors.New("cancel requested")
+	// ErrLeaseLost: the node no longer holds the job's lease (it expired
+	// and the job was rescued, or it was taken over); whatever the handler
+	// returns is discarded. It is job.ErrLeaseLost.
+	ErrLeaseLost = job.ErrLeaseLost
+	// ErrShutdown: the engine is shutting down and the shutdown timeout
+	// passed; unless the handler succeeds, its job is released to the
+	// queue unharmed (the attempt is not counted).
+	ErrShutdown = errors.New("engine shutting down")
+)
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// Permanent marks a handler's error as final: the job fails now, whatever
+// attempts it has left.
+func Permanent(err error) error {
+	if err == nil {
+		err = errors.New("permanent failure")
+	}
+	return &permanentError{err: err}
+}
+
+type retryAfterError struct {
+	err   error
+	delay time.Duration
+}
+
+func (e *retryAfterError) Error() string { return e.err.Error() }
+func (e *retryAfterError) Unwrap() error { return e.err }
+
+// RetryAfter makes a failed job wait d before its next attempt instead of
+// its queue's backoff (when it has attempts left).
+func RetryAfter(err error, d time.Duration) error {
+	if err == nil {
+		err = errors.New("retry requested")
+	}
+	return &retryAfterError{err: err, delay: max(d, 0)}
+}
+
+// maxErrorBytes caps the error text kept with a job.
+const maxErrorBytes = 4096
+
+// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}

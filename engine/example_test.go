@@ -1,0 +1,93 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"jobd/engine"
+	"jobd/job"
+	"jobd/store/sqlite"
+)
+
+func ExampleParseQueues() {
+	qs, err := engine.ParseQueues([]byte(`[{"queue":"default","concurrency":4},
+		{"queue":"loads","concurrency":1,"backoff":{"kind":"linear","step":"30s","jitter":0}}]`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, q := range qs {
+		fmt.Printf("%s: %d at once\n", q.Queue, q.Concurrency)
+	}
+	// The default backoff is exponential with jitter; this one is plain.
+	fmt.Println("loads waits", qs[1].Backoff.Delay(3, nil), "after the third attempt")
+	_, err = engine.ParseQueues([]byte(`[{"queue":"default","concurrency":0}]`))
+	fmt.Println(err)
+	// Output:
+	// default: 4 at once
+	// loads: 1 at once
+	// loads waits 1m30s after the third attempt
+	// invalid queues[0].concurrency: must be between 1 and 10000, got 0
+}
+
+type resizeArgs struct {
+	Image string `json:"image"`
+	Width int    `json:"width"`
+}
+
+func ExampleRegister() {
+	dir, _ := os.MkdirTemp("", "jobd-example-")
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "jobd.db"), sqlite.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	e, err := engine.New(engine.Config{
+		Store:  st,
+		Queues: []engine.QueueConfig{{Queue: "default", Concurrency: 2}},
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	engine.Register(e, "resize", func(ctx context.Context, j *engine.Job[resizeArgs]) (string, error) {
+		j.SetProgress(job.Progress{Phase: "resizing", Done: 1, Total: 1})
+		return fmt.Sprintf("%s at %dpx", j.Args.Image, j.Args.Width), nil
+	})
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- e.Run(runCtx) }()
+
+	res, err := e.Insert(ctx, job.InsertParams{Kind: "resize", Args: json.RawMessage(`{"image":"cat.png","width":320}`)})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		j, err := st.JobGet(ctx, res.Job.ID)
+		if err == nil && j.State.Final() {
+			fmt.Println(j.State, string(j.Result))
+			break
+		}
+	}
+	stop()
+	fmt.Println("Run:", <-done)
+	// Output:
+	// succeeded "cat.png at 320px"
+	// Run: <nil>
+}

@@ -1,0 +1,121 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync/atomic"
+
+	"jobd/job"
+	"jobd/store"
+)
+
+// execution is one claimed job while this node runs it.
+type execution struct {
+	e        *Engine
+	p        *producer
+	job      *job.Job
+	lease    store.Lease
+	cancel   context.CancelCauseFunc
+	progress progress
+	lost     atomic.Bool // the loss of the lease was logged
+}
+
+func newExecution(p *producer, j *job.Job, cancel context.CancelCauseFunc) *execution {
+	x := &execution{
+		e:      p.e,
+		p:      p,
+		job:    j,
+		lease:  store.Lease{ID: j.ID, Token: j.LeaseToken},
+		cancel: cancel,
+	}
+	x.progress.init(x, j.Progress.Phase)
+	return x
+}
+
+// run calls the handler with ctx, flushes its last progress and reports
+// its outcome. workCtx carries the engine's own store calls.
+func (x *execution) run(ctx, workCtx context.Context) {
+	x.progress.start(workCtx)
+	res, err := x.call(ctx)
+	x.progress.stop(workCtx)
+	out := x.outcome(ctx, res, err)
+	x.cancel(nil)
+	x.e.end(x, out)
+}
+
+func (x *execution) call(ctx context.Context) (res json.RawMessage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			x.e.log.Error("engine: handler panicked", "job_id", x.job.ID, "kind", x.job.Kind,
+				"panic", r, "stack", string(debug.Stack()))
+			res, err = nil, fmt.Errorf("panic: %v", r)
+		}
+	}()
+	h := x.e.handler(x.job.Kind)
+	if h == nil {
+		return nil, Permanent(fmt.Errorf("no handler for kind %q on node %s", x.job.Kind, x.e.cfg.Node))
+	}
+	return h(ctx, x)
+}
+
+// outcome turns what the handler returned, and why its context was
+// cancelled, into the report for the store.
+func (x *execution) outcome(ctx context.Context, res json.RawMessage, err error) store.Outcome {
+	out := store.Outcome{Lease: x.lease}
+	if err == nil {
+		out.Status = store.OutcomeSucceeded
+		out.Result = res
+		return out
+	}
+	out.Error = truncate(err.Error(), maxErrorBytes)
+	cause := context.Cause(ctx)
+	switch {
+	case ctx.Err() != nil && errors.Is(cause, ErrCancelRequested):
+		out.Status = store.OutcomeCanceled
+		return out
+	case ctx.Err() != nil && errors.Is(cause, ErrShutdown):
+		out.Status = store.OutcomeReleased
+		out.Error = ""
+		return out
+	}
+	out.Status = store.OutcomeFailed
+	var perm *permanentError
+	var after *retryAfterError
+	switch {
+	case errors.As(err, &perm):
+	case errors.As(err, &after):
+		out.Retryable = true
+		out.RetryDelay = after.delay
+	default:
+		out.Retryable = true
+		out.RetryDelay = x.p.cfg.Backoff.Delay(x.job.Attempt, nil)
+	}
+	return out
+}
+
+func (x *execution) finishItem(out store.Outcome) finishItem {
+	return finishItem{out: out, queue: x.job.Queue, kind: x.job.Kind, attempt: x.job.Attempt}
+}
+
+// leaseLost cancels the handler because the node no longer holds the job.
+func (x *execution) leaseLost(why string) {
+	if x.lost.CompareAndSwap(false, true) {
+		x.e.log.Warn("engine: lease lost; cancelling the handler", "job_id", x.job.ID,
+			"kind", x.job.Kind, "attempt", x.job.Attempt, "seen_by", why)
+	}
+	x.cancel(ErrLeaseLost)
+}
+
+func (x *execution) saveCheckpoint(ctx context.Context, raw json.RawMessage) error {
+	err := x.e.store.JobSetCheckpoint(ctx, x.lease, raw)
+	if errors.Is(err, job.ErrLeaseLost) {
+		x.leaseLost("checkpoint")
+	}
+	if err != nil {
+		return fmt.Errorf("save checkpoint: %w", err)
+	}
+	return nil
+}

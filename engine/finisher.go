@@ -1,0 +1,141 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"jobd/job"
+	"jobd/store"
+)
+
+// maxFinishBatch caps the outcomes written by one JobFinish call.
+const maxFinishBatch = 1000
+
+// finishItem is one outcome waiting to be written, with what the logs
+// and the wake-ups need to know of its job.
+type finishItem struct {
+	out     store.Outcome
+	queue   string
+	kind    string
+	attempt int
+}
+
+// finisher writes the outcomes of the whole engine in batches: one
+// JobFinish call at a time, carrying everything that piled up while the
+// previous one ran, so a busy node writes few large batches and an idle
+// one writes each outcome at once.
+type finisher struct {
+	e *Engine
+
+	mu      sync.Mutex
+	pending []finishItem
+
+	kick chan struct{}
+}
+
+func (f *finisher) add(it finishItem) {
+	f.mu.Lock()
+	f.pending = append(f.pending, it)
+	f.mu.Unlock()
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (f *finisher) take() []finishItem {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := min(len(f.pending), maxFinishBatch)
+	batch := f.pending[:n:n]
+	f.pending = f.pending[n:]
+	if len(f.pending) == 0 {
+		f.pending = nil
+	}
+	return batch
+}
+
+func (f *finisher) putBack(batch []finishItem) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pending = append(batch, f.pending...)
+}
+
+// run writes outcomes until stop is closed, then writes what is left and
+// returns how many outcomes it could not write (ctx ended first).
+func (f *finisher) run(ctx context.Context, stop <-chan struct{}) (unwritten int) {
+	h := health{log: f.e.log, what: "write job outcomes"}
+	for {
+		select {
+		case <-f.kick:
+			f.flush(ctx, &h)
+		case <-stop:
+			f.flush(ctx, &h)
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return len(f.pending)
+		}
+	}
+}
+
+// flush writes batches until none is pending, retrying a failing store
+// with backoff (outcomes are fenced by their lease token, so writing one
+// twice is harmless). It gives up only when ctx ends.
+func (f *finisher) flush(ctx context.Context, h *health) {
+	delay := retryMin
+	for {
+		batch := f.take()
+		if len(batch) == 0 {
+			return
+		}
+		outs := make([]store.Outcome, len(batch))
+		for i, it := range batch {
+			outs[i] = it.out
+		}
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		res, err := f.e.store.JobFinish(cctx, outs)
+		cancel()
+		var invalid *job.ValidationError
+		if errors.As(err, &invalid) {
+			// Retrying cannot help. Drop the batch: its leases expire and
+			// the reaper returns the jobs to their queues.
+			f.e.log.Error("engine: the store rejected job outcomes; dropping them", "jobs", len(batch), "err", err)
+			continue
+		}
+		if err != nil {
+			f.putBack(batch)
+			if ctx.Err() != nil {
+				return
+			}
+			h.fail(err)
+			if !sleep(ctx, f.e.clock, delay) {
+				return
+			}
+			delay = nextRetry(delay)
+			continue
+		}
+		h.ok()
+		delay = retryMin
+		f.report(batch, res)
+	}
+}
+
+// report logs the outcomes and wakes the producers of their queues: a
+// finished job may free a lock_key another job waits for.
+func (f *finisher) report(batch []finishItem, res []store.FinishResult) {
+	woken := make(map[string]bool)
+	for i, it := range batch {
+		if i < len(res) && res[i].Lost {
+			f.e.log.Warn("engine: lease lost before the outcome was written; outcome dropped",
+				"job_id", it.out.ID, "kind", it.kind, "attempt", it.attempt, "outcome", it.out.Status)
+		} else if i < len(res) {
+			f.e.log.Debug("engine: job finished", "job_id", it.out.ID, "kind", it.kind,
+				"attempt", it.attempt, "outcome", it.out.Status, "state", res[i].State)
+		}
+		if !woken[it.queue] {
+			woken[it.queue] = true
+			f.e.wakeQueue(it.queue)
+		}
+	}
+}

@@ -1,0 +1,76 @@
+package engine_test
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"jobd/engine"
+	"jobd/internal/pgtest"
+	"jobd/job"
+)
+
+// TestDatabaseOutage: PostgreSQL refuses the engine's connections for a
+// while; the engine logs the failure once, backs off, and recovers by
+// itself, running the jobs inserted once the database is back.
+func TestDatabaseOutage(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDatabase(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbName := strings.TrimPrefix(u.Path, "/")
+	s := openAt(t, "postgres", dsn, true)
+	l := newLogs(t)
+	start(t, newEngine(t, s, l, engine.Config{Queues: queue(2)}))
+	before := insert(t, s, job.InsertParams{Kind: "noop"})
+	waitState(t, s, before.ID, job.StateSucceeded)
+
+	admin := func(sql string) {
+		t.Helper()
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, pgtest.Server(t))
+		if err != nil {
+			t.Fatalf("admin connect: %v", err)
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	// Down: no new connections, and the open ones killed.
+	admin(`ALTER DATABASE ` + dbName + ` ALLOW_CONNECTIONS false`)
+	admin(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '` + dbName + `'`)
+	waitFor(t, 30*time.Second, "the engine to notice the outage", func() bool {
+		return l.has("claim failing")
+	})
+
+	if _, err := s.JobInsertMany(context.Background(), []job.InsertParams{{Kind: "noop"}}); err == nil {
+		t.Fatal("an insert succeeded during the outage")
+	}
+
+	// Back.
+	admin(`ALTER DATABASE ` + dbName + ` ALLOW_CONNECTIONS true`)
+	// The test's own pool may still hold killed connections: its first
+	// tries can fail.
+	var after *job.Job
+	waitFor(t, 30*time.Second, "an insert to succeed", func() bool {
+		res, err := s.JobInsertMany(context.Background(), []job.InsertParams{{Kind: "noop"}})
+		if err == nil {
+			after = res[0].Job
+		}
+		return err == nil
+	})
+	waitState(t, s, after.ID, job.StateSucceeded)
+	waitFor(t, 30*time.Second, "the engine to log its recovery", func() bool {
+		return l.has("claim recovered")
+	})
+	if n := l.count("claim failing"); n != 1 {
+		t.Errorf("the claim failure was logged %d times, want once", n)
+	}
+}

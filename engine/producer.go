@@ -1,0 +1,108 @@
+package engine
+
+import (
+	"context"
+	"sync/atomic"
+
+	"jobd/job"
+	"jobd/store"
+)
+
+// maxClaim caps the jobs one claim asks for.
+const maxClaim = 500
+
+// producer claims the jobs of one queue and starts their handlers, keeping
+// at most Concurrency of them running.
+type producer struct {
+	e      *Engine
+	cfg    QueueConfig
+	active atomic.Int64
+	// wake receives (without blocking) when the queue may have jobs or a
+	// slot was freed.
+	wake chan struct{}
+}
+
+func (p *producer) kick() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run claims until ctx ends. It claims at once on start, on each wake-up,
+// and otherwise at most once per PollInterval. Claims run on workCtx, so
+// that a claim the database committed is never lost to a cancelled
+// context; jobBase is the parent of the handlers' contexts.
+func (p *producer) run(ctx, workCtx, jobBase context.Context) {
+	h := health{log: p.e.log, what: "claim", attrs: []any{"queue", p.cfg.Queue}}
+	t := p.e.clock.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.wake:
+		case <-t.C():
+		}
+		p.claim(ctx, workCtx, jobBase, &h)
+		t.Reset(p.e.cfg.PollInterval)
+	}
+}
+
+// claim fills the free slots, claiming again while claims come back full,
+// and retries a failing store with backoff until it answers or ctx ends.
+func (p *producer) claim(ctx, workCtx, jobBase context.Context, h *health) {
+	delay := retryMin
+	for ctx.Err() == nil {
+		n := min(p.cfg.Concurrency-int(p.active.Load()), maxClaim)
+		if n <= 0 {
+			return // a finishing job wakes us
+		}
+		cctx, cancel := context.WithTimeout(workCtx, callTimeout)
+		jobs, err := p.e.store.JobClaim(cctx, store.ClaimParams{Queue: p.cfg.Queue, Max: n, Owner: p.e.cfg.Node})
+		cancel()
+		if err != nil {
+			if workCtx.Err() != nil {
+				return
+			}
+			h.fail(err)
+			if !sleep(ctx, p.e.clock, delay) {
+				return
+			}
+			delay = nextRetry(delay)
+			continue
+		}
+		h.ok()
+		delay = retryMin
+		if ctx.Err() != nil {
+			// Shutting down: hand the jobs straight back.
+			for _, j := range jobs {
+				p.e.fin.add(finishItem{
+					out:   store.Outcome{Lease: store.Lease{ID: j.ID, Token: j.LeaseToken}, Status: store.OutcomeReleased},
+					queue: j.Queue, kind: j.Kind, attempt: j.Attempt,
+				})
+			}
+			return
+		}
+		for _, j := range jobs {
+			p.start(workCtx, jobBase, j)
+		}
+		if len(jobs) < n {
+			return
+		}
+	}
+}
+
+func (p *producer) start(workCtx, jobBase context.Context, j *job.Job) {
+	ctx, cancel := context.WithCancelCause(jobBase)
+	x := newExecution(p, j, cancel)
+	p.active.Add(1)
+	p.e.track(x)
+	go x.run(ctx, workCtx)
+}
+
+// done frees the slot of a job that ended and wakes the loop to refill it.
+func (p *producer) done() {
+	p.active.Add(-1)
+	p.kick()
+}
