@@ -49,6 +49,9 @@ type Engine struct {
 	// jobEnded receives (without blocking) each time a running job ends,
 	// for the shutdown to recount.
 	jobEnded chan struct{}
+	// renewKick tells the heartbeat loop that a job with a short lease
+	// started and needs renewing sooner than the loop would wake.
+	renewKick chan struct{}
 
 	started atomic.Bool
 	led     atomic.Bool // this node was the maintenance leader at some point
@@ -70,6 +73,7 @@ func New(cfg Config) (*Engine, error) {
 		producers: make(map[string]*producer, len(cfg.Queues)),
 		running:   make(map[*execution]struct{}),
 		jobEnded:  make(chan struct{}, 1),
+		renewKick: make(chan struct{}, 1),
 	}
 	e.fin = &finisher{e: e, kick: make(chan struct{}, 1)}
 	for _, q := range cfg.Queues {
@@ -202,8 +206,9 @@ func (e *Engine) wakeQueue(queue string) {
 
 func (e *Engine) track(x *execution) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	e.running[x] = struct{}{}
+	e.mu.Unlock()
+	e.scheduleRenewal(x)
 }
 
 // end hands x's outcome to the finisher and removes x from the running

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync/atomic"
+	"time"
 
 	"jobd/job"
 	"jobd/store"
@@ -21,7 +22,15 @@ type execution struct {
 	cancel   context.CancelCauseFunc
 	progress progress
 	lost     atomic.Bool // the loss of the lease was logged
+	// renewAt is when the heartbeat renews this lease next.
+	renewAt atomicTime
 }
+
+// atomicTime is a time.Time that goroutines share without a lock.
+type atomicTime struct{ v atomic.Int64 }
+
+func (a *atomicTime) Load() time.Time   { return time.Unix(0, a.v.Load()) }
+func (a *atomicTime) Store(t time.Time) { a.v.Store(t.UnixNano()) }
 
 func newExecution(p *producer, j *job.Job, cancel context.CancelCauseFunc) *execution {
 	x := &execution{

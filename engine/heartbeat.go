@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"time"
 
 	"jobd/store"
 )
@@ -9,25 +10,77 @@ import (
 // maxHeartbeatBatch caps the leases renewed by one JobHeartbeat call.
 const maxHeartbeatBatch = 1000
 
-// heartbeats renews the leases of every running job each
-// HeartbeatInterval until stop is closed.
+// minRenewEvery keeps a job with a tiny lease from turning the heartbeat
+// into a busy loop.
+const minRenewEvery = 100 * time.Millisecond
+
+// renewEvery is how often x's lease is renewed: every HeartbeatInterval,
+// or a third of the job's own lease when that is shorter, so that two
+// renewals can fail before the lease runs out.
+func (e *Engine) renewEvery(x *execution) time.Duration {
+	d := e.cfg.HeartbeatInterval
+	if ttl := x.job.LeaseTTL; ttl > 0 && ttl/3 < d {
+		d = max(ttl/3, minRenewEvery)
+	}
+	return d
+}
+
+// heartbeats renews the leases of the running jobs, each on its own
+// schedule (see renewEvery), in batched calls, until stop is closed. A
+// job whose renewal falls due within half its period of the earliest is
+// renewed in the same call.
 func (e *Engine) heartbeats(ctx context.Context, stop <-chan struct{}) {
 	h := health{log: e.log, what: "lease heartbeat"}
-	t := e.clock.NewTimer(e.cfg.HeartbeatInterval)
+	t := e.clock.NewTimer(e.nextRenewal())
 	defer t.Stop()
 	for {
 		select {
 		case <-stop:
 			return
+		case <-e.renewKick:
+			t.Stop()
+			t.Reset(e.nextRenewal())
+			continue
 		case <-t.C():
 		}
-		xs := e.runningJobs()
-		for len(xs) > 0 {
-			n := min(len(xs), maxHeartbeatBatch)
-			e.heartbeat(ctx, xs[:n], &h)
-			xs = xs[n:]
+		now := e.clock.Now()
+		var due []*execution
+		for _, x := range e.runningJobs() {
+			if every := e.renewEvery(x); !x.renewAt.Load().After(now.Add(every / 2)) {
+				x.renewAt.Store(now.Add(every))
+				due = append(due, x)
+			}
 		}
-		t.Reset(e.cfg.HeartbeatInterval)
+		for len(due) > 0 {
+			n := min(len(due), maxHeartbeatBatch)
+			e.heartbeat(ctx, due[:n], &h)
+			due = due[n:]
+		}
+		t.Reset(e.nextRenewal())
+	}
+}
+
+// nextRenewal is how long until the earliest renewal falls due, or
+// HeartbeatInterval when nothing runs.
+func (e *Engine) nextRenewal() time.Duration {
+	next := e.cfg.HeartbeatInterval
+	now := e.clock.Now()
+	for _, x := range e.runningJobs() {
+		next = min(next, x.renewAt.Load().Sub(now))
+	}
+	return max(next, 0)
+}
+
+// scheduleRenewal sets x's first renewal and, when it falls due before the
+// heartbeat loop would next wake, tells the loop to look again.
+func (e *Engine) scheduleRenewal(x *execution) {
+	every := e.renewEvery(x)
+	x.renewAt.Store(e.clock.Now().Add(every))
+	if every < e.cfg.HeartbeatInterval {
+		select {
+		case e.renewKick <- struct{}{}:
+		default:
+		}
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"jobd/clock"
 	"jobd/engine"
 	"jobd/internal/pgtest"
 	"jobd/job"
@@ -24,9 +25,10 @@ func TestLeaseLost(t *testing.T) {
 	eachStore(t, func(t *testing.T, s store.Store) {
 		holdStarted := make(chan struct{})
 		release := make(chan struct{})
-		// Node a renews leases hourly: the job's 1s lease expires under it.
+		// Node a stalls: its clock never moves, so its heartbeats never come
+		// and the job's 1s lease expires under it.
 		logsA := newLogs(t)
-		a := newEngine(t, s, logsA, engine.Config{Node: "a", Queues: queue(1), HeartbeatInterval: time.Hour})
+		a := newEngine(t, s, logsA, engine.Config{Node: "a", Queues: queue(1), Clock: clock.NewFake(time.Now())})
 		engine.Register(a, "hold", func(ctx context.Context, j *engine.Job[struct{}]) (string, error) {
 			close(holdStarted)
 			<-release
@@ -60,6 +62,25 @@ func TestLeaseLost(t *testing.T) {
 		want := []job.EventKind{job.EventQueued, job.EventClaimed, job.EventRescued, job.EventClaimed, job.EventSucceeded}
 		if kinds := eventKinds(t, s, j.ID); !slices.Equal(kinds, want) {
 			t.Errorf("journal %v, want %v", kinds, want)
+		}
+	})
+}
+
+// TestShortLeaseRenewedInTime: a job whose lease is shorter than the
+// heartbeat interval is renewed on its own, faster schedule, so a healthy
+// node never loses it.
+func TestShortLeaseRenewedInTime(t *testing.T) {
+	eachStore(t, func(t *testing.T, s store.Store) {
+		e := newEngine(t, s, newLogs(t), engine.Config{Queues: queue(1), HeartbeatInterval: time.Hour, ReaperInterval: 100 * time.Millisecond})
+		start(t, e)
+		// A second node whose reaper would rescue the job if its lease lapsed.
+		reaper := newEngine(t, s, newLogs(t), engine.Config{Node: "reaper", ReaperInterval: 100 * time.Millisecond})
+		start(t, reaper)
+		j := insert(t, s, job.InsertParams{Kind: "sleep", LeaseTTL: time.Second,
+			Args: json.RawMessage(`{"ms":2500,"steps":5}`)})
+		got := waitState(t, s, j.ID, job.StateSucceeded)
+		if got.Attempt != 1 {
+			t.Errorf("attempt %d, want 1: the lease lapsed while the job ran", got.Attempt)
 		}
 	})
 }

@@ -5,6 +5,20 @@
 // token) it expects, and appends to the events journal in the same
 // transaction. The conformance suite in store/storetest holds every driver
 // to the same rules.
+//
+// Time. Every rule below that compares with "now" reads the store's clock
+// (the database's own now() when the clock is the real one). An instant
+// that is due is reached: a job is available once run_at <= now, a lease
+// is expired once lease_expires_at <= now, a leader term has ended once
+// its expiry <= now.
+//
+// updated_at. Every change of a job sets its updated_at to the time of
+// the transaction that makes it: an insert, a claim, progress, a
+// checkpoint, a cancel request and every state change. (SQLite may stamp
+// it a few microseconds after the clock's time, to keep it strictly
+// increasing.) A heartbeat does not: it moves only heartbeat_at and the
+// lease expiry, so that the "updated since" feed (ListParams.UpdatedSince)
+// is not flooded with every running job every few seconds.
 package store
 
 import (
@@ -55,8 +69,9 @@ type Store interface {
 	// and never run two jobs of one lock_key at once.
 	JobClaim(ctx context.Context, params ClaimParams) ([]*job.Job, error)
 	// JobHeartbeat extends the leases still held (state running, token
-	// current) to now + each job's lease TTL. It reports, for each lease in
-	// order, whether it is still held and whether cancel was requested.
+	// current) to now + each job's lease TTL and sets heartbeat_at; it does
+	// not change updated_at. It reports, for each lease in order, whether
+	// it is still held and whether cancel was requested.
 	JobHeartbeat(ctx context.Context, owner string, leases []Lease) ([]HeartbeatResult, error)
 	// JobSetProgress stores progress and extends the lease, fenced by the
 	// token; job.ErrLeaseLost when the lease is not held. It reports
@@ -67,21 +82,28 @@ type Store interface {
 	JobSetCheckpoint(ctx context.Context, lease Lease, checkpoint json.RawMessage) error
 	// JobFinish applies the lease holders' outcomes, each fenced by its
 	// token, in one transaction. Results are in the order of outcomes; an
-	// outcome whose lease is not held changes nothing and reports Lost.
+	// outcome whose lease is not held changes nothing and reports Lost. A
+	// cancel request wins: a job whose cancel was requested and whose holder
+	// reports a failure (retryable or not) or a release ends canceled
+	// (journal "canceled"), never queued again; a success still succeeds.
 	JobFinish(ctx context.Context, outcomes []Outcome) ([]FinishResult, error)
 
-	// JobCancel cancels a queued job at once (state canceled) or asks a
-	// running one to stop (cancel_requested); job.ErrWrongState when the
-	// job is already final.
+	// JobCancel cancels a queued job at once (state canceled, journal
+	// "canceled") or asks a running one to stop (cancel_requested, journal
+	// "cancel-requested"), and returns the job. It is idempotent: for a
+	// running job whose cancel was already requested it returns the job and
+	// writes nothing. job.ErrWrongState when the job is already final.
 	JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error)
 	// JobRetry puts a failed or canceled job back to queued with its
 	// attempts reset and run_at now; job.ErrWrongState otherwise,
 	// job.ErrDuplicate when an active twin (same args hash) exists.
 	JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error)
 
-	// JobRescue returns running jobs whose lease expired before now to
-	// queued (run_at now), or to failed when they used all their attempts,
-	// journaling "rescued" or "failed". At most limit jobs per call.
+	// JobRescue takes running jobs whose lease expired (lease_expires_at <=
+	// now) back: to queued (run_at now, journal "rescued"), or to failed
+	// when they used all their attempts (journal "failed"), or to canceled
+	// when their cancel was requested (journal "canceled"). At most limit
+	// jobs per call.
 	JobRescue(ctx context.Context, limit int) (int, error)
 	// JobPrune deletes finished jobs (succeeded, failed, canceled) whose
 	// finished_at is before before, and their events. At most limit jobs
@@ -94,10 +116,18 @@ type Store interface {
 	// QueueSetPaused pauses or resumes a queue; a paused queue is not
 	// claimed from on any node. An unknown queue is created.
 	QueueSetPaused(ctx context.Context, queue string, paused bool) error
+	// QueuePurge deletes every job of queue that is not running (queued
+	// and finished ones) with its journal, and returns how many jobs it
+	// deleted. Running jobs are left alone: their holders still hold
+	// leases. It deletes in batches, each its own transaction, so that no
+	// transaction grows with the queue; a job that changes state while the
+	// purge runs may be left. The queue's settings (paused) are kept.
+	QueuePurge(ctx context.Context, queue string) (int64, error)
 
-	// LeaderAttempt makes node the leader of name for ttl when nobody else
-	// holds an unexpired term, or extends node's own term. It reports
-	// whether node leads.
+	// LeaderAttempt makes node the leader of name for ttl (until now +
+	// ttl) when nobody else holds an unexpired term, or extends node's own
+	// term. A term has expired once its expiry <= now. It reports whether
+	// node leads.
 	LeaderAttempt(ctx context.Context, name, node string, ttl time.Duration) (bool, error)
 	// LeaderResign ends node's term of name, if it holds it.
 	LeaderResign(ctx context.Context, name, node string) error
@@ -160,13 +190,15 @@ const (
 	OutcomeSucceeded OutcomeStatus = "succeeded"
 	// OutcomeFailed: with Retryable and attempts left, state queued with
 	// run_at now + RetryDelay (journal "retried"); otherwise state failed.
-	// Error is kept as the job's last error either way.
+	// When cancel was requested, state canceled instead, either way.
+	// Error is kept as the job's last error in every case.
 	OutcomeFailed OutcomeStatus = "failed"
 	// OutcomeCanceled: the holder honoured a cancel request; state canceled.
 	OutcomeCanceled OutcomeStatus = "canceled"
 	// OutcomeReleased: the holder gives the job back unworked (graceful
 	// shutdown); state queued, run_at now, the attempt not counted
-	// (journal "requeued").
+	// (journal "requeued"). When cancel was requested, state canceled
+	// instead (the attempt stays counted).
 	OutcomeReleased OutcomeStatus = "released"
 )
 
@@ -200,6 +232,16 @@ type ListParams struct {
 	// UpdatedSince switches to feed order: jobs with updated_at >=
 	// UpdatedSince, ascending by (updated_at, id). Otherwise jobs come
 	// newest first (id descending).
+	//
+	// The feed is exact: a reader that pages it, each page's After being
+	// the previous page's last job, receives every committed change (each
+	// (id, updated_at) version that is still current when it is read)
+	// exactly once, even while other transactions write. No change can
+	// commit behind a cursor already handed out: on SQLite updated_at
+	// strictly increases in commit order; on PostgreSQL a page holds only
+	// rows older than every transaction still open (with the real clock;
+	// see the driver for its limits). Versions that a later change
+	// replaced before they were read are not delivered; the later one is.
 	UpdatedSince *time.Time
 	// After continues a previous page: the last job's id (and, in feed
 	// order, its updated_at).

@@ -30,8 +30,10 @@ func (s *Store) Wake(ctx context.Context, queues ...string) error {
 // Listen calls wake with a queue name for each notification on jobd_wake,
 // from any node, until ctx ends; then it returns nil. It holds a dedicated
 // connection, outside the pool. When that connection fails it reconnects
-// with backoff (on the store's clock), and once it listens again it calls
-// wake("") since notifications may have been missed meanwhile.
+// with backoff, and once it listens again it calls wake("") since
+// notifications may have been missed meanwhile. The backoff waits in real
+// time, whatever the store's clock: it paces attempts to reach a real
+// server, and a fake clock that nobody advances would stall it for good.
 func (s *Store) Listen(ctx context.Context, wake func(queue string)) error {
 	backoff := listenBackoffFirst
 	missed := false // a connection failed: notifications may have been lost
@@ -48,12 +50,12 @@ func (s *Store) Listen(ctx context.Context, wake func(queue string)) error {
 		}
 		missed = true
 		s.logger.Warn("jobd: listen for wake-ups failed, reconnecting", "err", err, "backoff", backoff)
-		timer := s.clock.NewTimer(backoff)
+		timer := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
 			return nil
-		case <-timer.C():
+		case <-timer.C:
 		}
 		backoff = min(2*backoff, listenBackoffMax)
 	}

@@ -11,6 +11,8 @@ var (
 	checkpointSQL string
 	//go:embed sql/claim.sql
 	claimSQL string
+	//go:embed sql/feed_horizon.sql
+	feedHorizonSQL string
 	//go:embed sql/finish.sql
 	finishSQL string
 	//go:embed sql/finish_succeeded.sql
@@ -59,6 +61,8 @@ var (
 	pruneSQL string
 	//go:embed sql/queue_list.sql
 	queueListSQL string
+	//go:embed sql/queue_purge.sql
+	queuePurgeSQL string
 	//go:embed sql/queue_set_paused.sql
 	queueSetPausedSQL string
 	//go:embed sql/rescue.sql

@@ -52,6 +52,36 @@ func (s *Store) QueueSetPaused(ctx context.Context, queue string, paused bool) e
 	return nil
 }
 
+// purgeBatch is how many jobs one transaction of QueuePurge deletes at
+// most: enough to make each round trip worth it, few enough that no
+// transaction holds many row locks or much WAL.
+const purgeBatch = 10000
+
+// QueuePurge deletes the jobs of queue that are not running, and their
+// journal, a batch per transaction. See store.Store.
+func (s *Store) QueuePurge(ctx context.Context, queue string) (int64, error) {
+	n, err := s.purge(ctx, queue, purgeBatch)
+	if err != nil {
+		return n, fmt.Errorf("postgres: purge queue %q: %w", queue, err)
+	}
+	return n, nil
+}
+
+// purge is QueuePurge with the batch size as a parameter, for tests.
+func (s *Store) purge(ctx context.Context, queue string, batch int) (int64, error) {
+	var total int64
+	for {
+		var selected, deleted int64
+		if err := s.pool.QueryRow(ctx, queuePurgeSQL, queue, batch).Scan(&selected, &deleted); err != nil {
+			return total, err
+		}
+		total += deleted
+		if selected < int64(batch) {
+			return total, nil
+		}
+	}
+}
+
 // LeaderAttempt takes or extends node's term as leader of name. See
 // store.Store.
 func (s *Store) LeaderAttempt(ctx context.Context, name, node string, ttl time.Duration) (bool, error) {

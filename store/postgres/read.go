@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -21,7 +22,8 @@ func (s *Store) JobGet(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 }
 
 // JobList returns a page of jobs and the total count of matches, in one
-// round trip. See store.Store.
+// round trip; a feed page (UpdatedSince) with the real clock reads its
+// horizon first, in one more. See store.Store.
 func (s *Store) JobList(ctx context.Context, params store.ListParams) (*store.ListResult, error) {
 	var states []string // nil: any state
 	for _, st := range params.States {
@@ -42,7 +44,11 @@ func (s *Store) JobList(ctx context.Context, params store.ListParams) (*store.Li
 			if params.After != nil {
 				afterAt, afterID = params.After.UpdatedAt, params.After.ID
 			}
-			batch.Queue(jobFeedSQL, args(*params.UpdatedSince, afterAt, pgUUID(afterID), params.Limit)...)
+			horizon, err := s.feedHorizon(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("postgres: list jobs: %w", err)
+			}
+			batch.Queue(jobFeedSQL, args(*params.UpdatedSince, afterAt, pgUUID(afterID), params.Limit, horizon)...)
 		default:
 			var after *[16]byte
 			if params.After != nil {
@@ -74,6 +80,31 @@ func (s *Store) JobList(ctx context.Context, params store.ListParams) (*store.Li
 		res.Jobs = []*job.Job{}
 	}
 	return res, nil
+}
+
+// feedHorizon returns the instant below which a feed page may return
+// rows, read in a statement of its own before the page's, so that the
+// page's snapshot is the later one (see feed_horizon.sql). With another
+// clock than the real one it returns nil: updated_at is then the clock's
+// time, not a transaction's start, which no horizon can bound, so the
+// feed is exact only on the real clock.
+//
+// Limits: a transaction left open on the database, by jobd or by any
+// session of its role (an idle-in-transaction client of JobInsertTx, say),
+// holds the feed back until it ends; a transaction of another role is not
+// seen at all without pg_read_all_stats, so jobs it writes may be missed
+// by a reader whose cursor passed them meanwhile. A backend between
+// receiving its first statement and publishing its transaction start is
+// not seen either, a window of microseconds.
+func (s *Store) feedHorizon(ctx context.Context) (*time.Time, error) {
+	if !s.dbClock {
+		return nil, nil
+	}
+	var h time.Time
+	if err := s.pool.QueryRow(ctx, feedHorizonSQL).Scan(&h); err != nil {
+		return nil, fmt.Errorf("feed horizon: %w", err)
+	}
+	return &h, nil
 }
 
 // JobEvents returns a job's journal, oldest first.

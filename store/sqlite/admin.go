@@ -17,9 +17,8 @@ import (
 // job.ErrWrongState when the job is already final. Cancelling a running
 // job whose cancel was already requested returns it unchanged.
 func (s *Store) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error) {
-	now := s.now()
 	var j *job.Job
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.jobsTx(ctx, func(tx *jobWrite) error {
 		cur, err := scanJob(tx.QueryRowContext(ctx, jobGetSQL, id.String()))
 		if err != nil {
 			return err
@@ -39,12 +38,14 @@ func (s *Store) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 		default:
 			return fmt.Errorf("job is %s: %w", cur.State, job.ErrWrongState)
 		}
-		if j, err = scanJob(tx.QueryRowContext(ctx, query, sql.Named("id", id.String()), sql.Named("now", now))); err != nil {
+		j, err = scanJob(tx.QueryRowContext(ctx, query,
+			sql.Named("id", id.String()), sql.Named("now", tx.now), sql.Named("stamp", tx.stamp)))
+		if err != nil {
 			return err
 		}
-		journal := newJournal(now)
+		journal := newJournal(tx.now)
 		journal.add(j.ID, kind, j.Attempt, "")
-		return journal.flush(ctx, tx)
+		return journal.flush(ctx, tx.Tx)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: cancel job %s: %w", id, err)
@@ -56,9 +57,8 @@ func (s *Store) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 // and due now; job.ErrWrongState from another state, job.ErrDuplicate
 // when a queued or running twin holds its args hash.
 func (s *Store) JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error) {
-	now := s.now()
 	var j *job.Job
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.jobsTx(ctx, func(tx *jobWrite) error {
 		cur, err := scanJob(tx.QueryRowContext(ctx, jobGetSQL, id.String()))
 		if err != nil {
 			return err
@@ -75,12 +75,14 @@ func (s *Store) JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 				return err
 			}
 		}
-		if j, err = scanJob(tx.QueryRowContext(ctx, retrySQL, sql.Named("id", id.String()), sql.Named("now", now))); err != nil {
+		j, err = scanJob(tx.QueryRowContext(ctx, retrySQL,
+			sql.Named("id", id.String()), sql.Named("now", tx.now), sql.Named("stamp", tx.stamp)))
+		if err != nil {
 			return err
 		}
-		journal := newJournal(now)
+		journal := newJournal(tx.now)
 		journal.add(j.ID, job.EventManualRetry, j.Attempt, "")
-		return journal.flush(ctx, tx)
+		return journal.flush(ctx, tx.Tx)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: retry job %s: %w", id, err)
@@ -89,18 +91,21 @@ func (s *Store) JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 	return j, nil
 }
 
-// JobRescue returns up to limit running jobs whose lease expired before
-// now to queued, or fails them when they used all their attempts; a job
-// whose cancel was requested ends canceled, since it must not run again.
+// JobRescue returns up to limit running jobs whose lease expired (at or
+// before now) to queued, or fails them when they used all their attempts;
+// a job whose cancel was requested ends canceled, since it must not run
+// again.
 func (s *Store) JobRescue(ctx context.Context, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}
-	now := s.now()
-	wake := newWakeups(now)
+	var wake *wakeups
 	var n int
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, rescueSQL, sql.Named("now", now), sql.Named("limit", limit))
+	err := s.jobsTx(ctx, func(tx *jobWrite) error {
+		now := tx.now
+		wake = newWakeups(now)
+		rows, err := tx.QueryContext(ctx, rescueSQL,
+			sql.Named("now", now), sql.Named("stamp", tx.stamp), sql.Named("limit", limit))
 		if err != nil {
 			return err
 		}
@@ -134,7 +139,7 @@ func (s *Store) JobRescue(ctx context.Context, limit int) (int, error) {
 			return err
 		}
 		rows.Close() // before the next statement on this connection
-		return journal.flush(ctx, tx)
+		return journal.flush(ctx, tx.Tx)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: rescue: %w", err)
@@ -151,38 +156,45 @@ func (s *Store) JobPrune(ctx context.Context, before time.Time, limit int) (int,
 	}
 	var n int
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, pruneJobsSQL,
+		var err error
+		n, err = deleteJobs(ctx, tx, pruneJobsSQL,
 			sql.Named("before", before.UnixMicro()),
 			sql.Named("limit", limit),
 		)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		var ids []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			ids = append(ids, id)
-		}
-		if err := rows.Err(); err != nil || len(ids) == 0 {
-			return err
-		}
-		rows.Close() // before the next statement on this connection
-		list, err := json.Marshal(ids)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, pruneEventsSQL, sql.Named("ids", string(list))); err != nil {
-			return err
-		}
-		n = len(ids)
-		return nil
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: prune: %w", err)
 	}
 	return n, nil
+}
+
+// deleteJobs runs query, a DELETE of jobs that returns their ids, and
+// deletes their events; it returns how many jobs it deleted.
+func deleteJobs(ctx context.Context, tx *sql.Tx, query string, args ...any) (int, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return 0, err
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	rows.Close() // before the next statement on this connection
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, pruneEventsSQL, sql.Named("ids", string(list))); err != nil {
+		return 0, err
+	}
+	return len(ids), nil
 }

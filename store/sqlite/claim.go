@@ -22,10 +22,9 @@ func (s *Store) JobClaim(ctx context.Context, params store.ClaimParams) ([]*job.
 	if params.Max <= 0 {
 		return nil, nil
 	}
-	now := s.now()
 	var jobs []*job.Job
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		ids, err := claimCandidates(ctx, tx, params.Queue, params.Max, now)
+	err := s.jobsTx(ctx, func(tx *jobWrite) error {
+		ids, err := claimCandidates(ctx, tx.Tx, params.Queue, params.Max, tx.now)
 		if err != nil || len(ids) == 0 {
 			return err
 		}
@@ -50,7 +49,8 @@ func (s *Store) JobClaim(ctx context.Context, params store.ClaimParams) ([]*job.
 		rows, err := tx.QueryContext(ctx, claimJobsSQL,
 			sql.Named("batch", string(body)),
 			sql.Named("owner", params.Owner),
-			sql.Named("now", now),
+			sql.Named("now", tx.now),
+			sql.Named("stamp", tx.stamp),
 		)
 		if err != nil {
 			return err
@@ -63,11 +63,11 @@ func (s *Store) JobClaim(ctx context.Context, params store.ClaimParams) ([]*job.
 		}
 		// RETURNING has no order: give the batch back best first.
 		sort.Slice(jobs, func(a, b int) bool { return rank[jobs[a].ID] < rank[jobs[b].ID] })
-		journal := newJournal(now)
+		journal := newJournal(tx.now)
 		for _, j := range jobs {
 			journal.add(j.ID, job.EventClaimed, j.Attempt, params.Owner)
 		}
-		return journal.flush(ctx, tx)
+		return journal.flush(ctx, tx.Tx)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: claim from %q: %w", params.Queue, err)

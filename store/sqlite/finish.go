@@ -40,16 +40,16 @@ func (s *Store) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]stor
 		}
 	}
 
-	now := s.now()
-	wake := newWakeups(now)
+	var wake *wakeups
 	results := make([]store.FinishResult, len(outcomes))
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		journal := newJournal(now)
+	err := s.jobsTx(ctx, func(tx *jobWrite) error {
+		wake = newWakeups(tx.now)
+		journal := newJournal(tx.now)
 		if successesOnce(outcomes) {
-			if err := finishSuccesses(ctx, tx, journal, outcomes, results, now); err != nil {
+			if err := finishSuccesses(ctx, tx, journal, outcomes, results); err != nil {
 				return err
 			}
-			return journal.flush(ctx, tx)
+			return journal.flush(ctx, tx.Tx)
 		}
 		stmts := make(map[store.OutcomeStatus]*sql.Stmt)
 		defer func() {
@@ -66,7 +66,7 @@ func (s *Store) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]stor
 				}
 				stmts[o.Status] = stmt
 			}
-			res, err := finishOne(ctx, stmt, journal, o, now)
+			res, err := finishOne(ctx, stmt, journal, o, tx)
 			if err != nil {
 				return err
 			}
@@ -75,7 +75,7 @@ func (s *Store) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]stor
 				wake.add(res.queue, res.runAt)
 			}
 		}
-		return journal.flush(ctx, tx)
+		return journal.flush(ctx, tx.Tx)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: finish jobs: %w", err)
@@ -90,8 +90,9 @@ type finished struct {
 	runAt int64
 }
 
-// finishOne applies one outcome and journals the transition it made.
-func finishOne(ctx context.Context, stmt *sql.Stmt, journal *journal, o store.Outcome, now int64) (finished, error) {
+// finishOne applies one outcome, with the times of tx, and journals the
+// transition it made.
+func finishOne(ctx context.Context, stmt *sql.Stmt, journal *journal, o store.Outcome, tx *jobWrite) (finished, error) {
 	var (
 		f       finished
 		state   string
@@ -100,11 +101,12 @@ func finishOne(ctx context.Context, stmt *sql.Stmt, journal *journal, o store.Ou
 	err := stmt.QueryRowContext(ctx,
 		sql.Named("id", o.ID.String()),
 		sql.Named("token", o.Token.String()),
-		sql.Named("now", now),
+		sql.Named("now", tx.now),
+		sql.Named("stamp", tx.stamp),
 		sql.Named("result", nullJSON(o.Result)),
 		sql.Named("error", o.Error),
 		sql.Named("retryable", o.Retryable),
-		sql.Named("retry_at", now+max(o.RetryDelay, 0).Microseconds()),
+		sql.Named("retry_at", tx.now+max(o.RetryDelay, 0).Microseconds()),
 	).Scan(&f.queue, &state, &f.runAt, &attempt)
 	if errors.Is(err, sql.ErrNoRows) {
 		f.Lost = true
@@ -153,7 +155,7 @@ func successesOnce(outcomes []store.Outcome) bool {
 
 // finishSuccesses applies a batch of successes of distinct jobs in one
 // statement, filling results and journaling in the outcomes' order.
-func finishSuccesses(ctx context.Context, tx *sql.Tx, journal *journal, outcomes []store.Outcome, results []store.FinishResult, now int64) error {
+func finishSuccesses(ctx context.Context, tx *jobWrite, journal *journal, outcomes []store.Outcome, results []store.FinishResult) error {
 	type success struct {
 		ID     string  `json:"id"`
 		Token  string  `json:"token"`
@@ -174,7 +176,8 @@ func finishSuccesses(ctx context.Context, tx *sql.Tx, journal *journal, outcomes
 	if err != nil {
 		return err
 	}
-	rows, err := tx.QueryContext(ctx, finishSucceededBatchSQL, sql.Named("batch", string(body)), sql.Named("now", now))
+	rows, err := tx.QueryContext(ctx, finishSucceededBatchSQL,
+		sql.Named("batch", string(body)), sql.Named("now", tx.now), sql.Named("stamp", tx.stamp))
 	if err != nil {
 		return fmt.Errorf("finish successes: %w", err)
 	}

@@ -43,19 +43,19 @@ func (s *Store) JobInsertMany(ctx context.Context, params []job.InsertParams) ([
 		rows[i] = pending{p: p, hash: hash, id: id}
 	}
 
-	now := s.now()
-	wake := newWakeups(now)
+	var wake *wakeups
 	results := make([]store.InsertResult, len(rows))
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.jobsTx(ctx, func(tx *jobWrite) error {
+		wake = newWakeups(tx.now)
 		ins, err := tx.PrepareContext(ctx, jobInsertSQL)
 		if err != nil {
 			return err
 		}
 		defer ins.Close()
-		journal := newJournal(now)
+		journal := newJournal(tx.now)
 
 		for i, r := range rows {
-			runAt := now
+			runAt := tx.now
 			if !r.p.RunAt.IsZero() {
 				runAt = r.p.RunAt.UnixMicro()
 			}
@@ -72,12 +72,13 @@ func (s *Store) JobInsertMany(ctx context.Context, params []job.InsertParams) ([
 				sql.Named("partition_key", r.p.PartitionKey),
 				sql.Named("idempotency_key", r.p.IdempotencyKey),
 				sql.Named("args_hash", r.hash),
-				sql.Named("now", now),
+				sql.Named("now", tx.now),
+				sql.Named("stamp", tx.stamp),
 			))
 			if errors.Is(err, job.ErrNotFound) {
 				// Nothing inserted: a unique index matched. We hold the
 				// write lock, so the job that matched is still there.
-				j, err = existing(ctx, tx, r.p.IdempotencyKey, r.hash)
+				j, err = existing(ctx, tx.Tx, r.p.IdempotencyKey, r.hash)
 				if err != nil {
 					return err
 				}
@@ -91,7 +92,7 @@ func (s *Store) JobInsertMany(ctx context.Context, params []job.InsertParams) ([
 			wake.add(j.Queue, runAt)
 			results[i] = store.InsertResult{Job: j, Created: true}
 		}
-		return journal.flush(ctx, tx)
+		return journal.flush(ctx, tx.Tx)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: insert jobs: %w", err)

@@ -13,14 +13,15 @@ import (
 
 // JobHeartbeat extends, in one transaction, the leases still held, and
 // reports for each whether it is held and whether cancel was requested.
-// The owner is not checked: the token is the fence.
+// The owner is not checked: the token is the fence. updated_at does not
+// move.
 func (s *Store) JobHeartbeat(ctx context.Context, owner string, leases []store.Lease) ([]store.HeartbeatResult, error) {
 	if len(leases) == 0 {
 		return nil, nil
 	}
-	now := s.now()
 	results := make([]store.HeartbeatResult, len(leases))
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		now := s.now()
 		stmt, err := tx.PrepareContext(ctx, leaseHeartbeatSQL)
 		if err != nil {
 			return err
@@ -61,12 +62,13 @@ func (s *Store) JobSetProgress(ctx context.Context, lease store.Lease, progress 
 		return false, fmt.Errorf("sqlite: progress of job %s: %w", lease.ID, err)
 	}
 	var cancel bool
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+	err = s.jobsTx(ctx, func(tx *jobWrite) error {
 		return tx.QueryRowContext(ctx, leaseProgressSQL,
 			sql.Named("id", lease.ID.String()),
 			sql.Named("token", lease.Token.String()),
 			sql.Named("progress", string(body)),
-			sql.Named("now", s.now()),
+			sql.Named("now", tx.now),
+			sql.Named("stamp", tx.stamp),
 		).Scan(&cancel)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
@@ -85,12 +87,13 @@ func (s *Store) JobSetCheckpoint(ctx context.Context, lease store.Lease, checkpo
 		return err
 	}
 	var n int64
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.jobsTx(ctx, func(tx *jobWrite) error {
 		res, err := tx.ExecContext(ctx, leaseCheckpointSQL,
 			sql.Named("id", lease.ID.String()),
 			sql.Named("token", lease.Token.String()),
 			sql.Named("checkpoint", nullJSON(checkpoint)),
-			sql.Named("now", s.now()),
+			sql.Named("now", tx.now),
+			sql.Named("stamp", tx.stamp),
 		)
 		if err != nil {
 			return err

@@ -26,7 +26,10 @@ func (s *Store) JobGet(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 const noCursor = "~"
 
 // JobList returns one page of the jobs matching params and the number of
-// all matches, both read from one snapshot.
+// all matches, both read from one snapshot. The feed (UpdatedSince) is
+// exact without more: write transactions stamp updated_at strictly
+// increasing in commit order (see jobWrite), so nothing can commit behind
+// the last row of a snapshot.
 func (s *Store) JobList(ctx context.Context, params store.ListParams) (*store.ListResult, error) {
 	if params.Limit < 0 {
 		return nil, job.Invalid("limit", "must be >= 0, got %d", params.Limit)

@@ -11,7 +11,7 @@ import (
 func TestQueryPlans(t *testing.T) {
 	s := openTemp(t, nil)
 	args := []any{
-		sql.Named("queue", "q"), sql.Named("now", int64(1)), sql.Named("scan", 10),
+		sql.Named("queue", "q"), sql.Named("now", int64(1)), sql.Named("stamp", int64(1)), sql.Named("scan", 10),
 		sql.Named("limit", 10), sql.Named("before", int64(1)),
 		sql.Named("kind", ""), sql.Named("states", ""), sql.Named("lock_key", ""),
 		sql.Named("partition_key", ""), sql.Named("since", int64(0)),

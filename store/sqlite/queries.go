@@ -56,6 +56,9 @@ var jobGetSQL string
 //go:embed sql/job_insert.sql
 var jobInsertSQL string
 
+//go:embed sql/job_stamp.sql
+var jobStampSQL string
+
 //go:embed sql/job_list_feed.sql
 var jobListFeedSQL string
 
@@ -109,6 +112,9 @@ var pruneJobsSQL string
 
 //go:embed sql/queue_counts.sql
 var queueCountsSQL string
+
+//go:embed sql/queue_purge_jobs.sql
+var queuePurgeJobsSQL string
 
 //go:embed sql/queue_set_paused.sql
 var queueSetPausedSQL string

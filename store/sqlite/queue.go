@@ -95,13 +95,50 @@ func (s *Store) QueueSetPaused(ctx context.Context, queue string, paused bool) e
 	return nil
 }
 
+// purgeBatch is how many jobs one transaction of QueuePurge deletes at
+// most. SQLite has one writer: a smaller batch than PostgreSQL's keeps
+// each hold of the write lock short, so claims and finishes of other
+// queues go on between batches.
+const purgeBatch = 1000
+
+// QueuePurge deletes every job of queue that is not running, and their
+// events, a batch per write transaction; it returns how many jobs it
+// deleted. Running jobs are left to their holders.
+func (s *Store) QueuePurge(ctx context.Context, queue string) (int64, error) {
+	n, err := s.purge(ctx, queue, purgeBatch)
+	if err != nil {
+		return n, fmt.Errorf("sqlite: purge queue %q: %w", queue, err)
+	}
+	return n, nil
+}
+
+// purge is QueuePurge with the batch size as a parameter, for tests.
+func (s *Store) purge(ctx context.Context, queue string, batch int) (int64, error) {
+	var total int64
+	for {
+		var n int
+		err := s.writeTx(ctx, func(tx *sql.Tx) error {
+			var err error
+			n, err = deleteJobs(ctx, tx, queuePurgeJobsSQL, sql.Named("queue", queue), sql.Named("limit", batch))
+			return err
+		})
+		if err != nil {
+			return total, err
+		}
+		total += int64(n)
+		if n < batch {
+			return total, nil
+		}
+	}
+}
+
 // LeaderAttempt makes node the leader of name for ttl when nobody else
-// holds an unexpired term, or extends node's own term. It reports whether
-// node leads.
+// holds an unexpired term (a term has expired once its expiry <= now), or
+// extends node's own term. It reports whether node leads.
 func (s *Store) LeaderAttempt(ctx context.Context, name, node string, ttl time.Duration) (bool, error) {
-	now := s.clock.Now()
 	var leads bool
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		now := s.clock.Now()
 		rows, err := tx.QueryContext(ctx, leaderAttemptSQL,
 			sql.Named("name", name),
 			sql.Named("node", node),

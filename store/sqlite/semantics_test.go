@@ -3,69 +3,10 @@ package sqlite
 import (
 	"encoding/json"
 	"testing"
-	"time"
 
-	"jobd/clock"
 	"jobd/job"
 	"jobd/store"
 )
-
-// TestCancelRequestedNeverRequeued: once cancel was requested, a job that
-// would go back to the queue (a retryable failure, a release, an expired
-// lease) ends canceled instead, journaled "canceled" (DESIGN.md section 2:
-// "the job ends canceled, not retried").
-func TestCancelRequestedNeverRequeued(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	s := openTemp(t, clk)
-	ctx := t.Context()
-	if _, err := s.JobInsertMany(ctx, []job.InsertParams{{Kind: "fail"}, {Kind: "release"}, {Kind: "expire"}}); err != nil {
-		t.Fatal(err)
-	}
-	jobs, err := s.JobClaim(ctx, store.ClaimParams{Queue: job.DefaultQueue, Max: 3, Owner: "w"})
-	if err != nil || len(jobs) != 3 {
-		t.Fatalf("JobClaim: %d jobs, %v", len(jobs), err)
-	}
-	byKind := make(map[string]*job.Job)
-	for _, j := range jobs {
-		if _, err := s.JobCancel(ctx, j.ID); err != nil {
-			t.Fatal(err)
-		}
-		byKind[j.Kind] = j
-	}
-	lease := func(j *job.Job) store.Lease { return store.Lease{ID: j.ID, Token: j.LeaseToken} }
-	res, err := s.JobFinish(ctx, []store.Outcome{
-		{Lease: lease(byKind["fail"]), Status: store.OutcomeFailed, Error: "boom", Retryable: true},
-		{Lease: lease(byKind["release"]), Status: store.OutcomeReleased},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, r := range res {
-		if r.Lost || r.State != job.StateCanceled {
-			t.Errorf("outcome %d: %+v, want canceled", i, r)
-		}
-	}
-	clk.Advance(job.DefaultLeaseTTL + time.Second)
-	if n, err := s.JobRescue(ctx, 10); err != nil || n != 1 {
-		t.Fatalf("JobRescue: %d, %v; want 1", n, err)
-	}
-	for _, j := range jobs {
-		got, err := s.JobGet(ctx, j.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.State != job.StateCanceled || got.FinishedAt == nil || got.LeaseToken != [16]byte{} {
-			t.Errorf("%s: state %s finished_at %v token %s, want canceled, finished, no lease", j.Kind, got.State, got.FinishedAt, got.LeaseToken)
-		}
-		events, err := s.JobEvents(ctx, j.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if last := events[len(events)-1].Kind; last != job.EventCanceled {
-			t.Errorf("%s: last event %s, want canceled", j.Kind, last)
-		}
-	}
-}
 
 // TestEmptyKeysStoredNull: empty lock, partition and idempotency keys are
 // NULL in the table (so the unique indexes ignore them) and read back "".

@@ -26,6 +26,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
@@ -59,6 +60,9 @@ type Store struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	maxArgs int
+
+	// lastStamp is the last updated_at this Store gave (see jobWrite).
+	lastStamp atomic.Int64
 
 	hub       *wakeup.Hub
 	scheduler *wakeup.Scheduler
@@ -185,7 +189,8 @@ func (s *Store) Close() error {
 func (s *Store) now() int64 { return s.clock.Now().UnixMicro() }
 
 // writeTx runs fn in one IMMEDIATE transaction on the writer, committing
-// when fn returns nil.
+// when fn returns nil. fn reads the clock itself, once the transaction
+// has begun: its time then follows every write committed before it.
 func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -199,6 +204,40 @@ func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
+}
+
+// jobWrite is a write transaction that changes jobs, with its times. Both
+// are read after BEGIN IMMEDIATE took the file's write lock, so that write
+// transactions, which hold that lock one at a time, read them in the order
+// in which they commit.
+type jobWrite struct {
+	*sql.Tx
+	// now is the clock's time: run_at, leases, started_at, finished_at,
+	// the journal.
+	now int64
+	// stamp is the updated_at of every job the transaction changes: now,
+	// unless that is not after the newest updated_at of the table (or the
+	// last stamp this Store gave, which a delete may have taken from the
+	// table), then 1µs after it. updated_at thus strictly increases in
+	// commit order, even when the clock stands still or steps back, and a
+	// reader of the "updated since" feed, which pages by (updated_at, id)
+	// on a snapshot, never has a change commit behind its cursor.
+	stamp int64
+}
+
+// jobsTx runs fn in one IMMEDIATE transaction on the writer, like
+// writeTx, with the transaction's times.
+func (s *Store) jobsTx(ctx context.Context, fn func(w *jobWrite) error) error {
+	return s.writeTx(ctx, func(tx *sql.Tx) error {
+		w := &jobWrite{Tx: tx, now: s.now()}
+		var newest int64
+		if err := tx.QueryRowContext(ctx, jobStampSQL).Scan(&newest); err != nil {
+			return fmt.Errorf("stamp: %w", err)
+		}
+		w.stamp = max(w.now, newest+1, s.lastStamp.Load()+1)
+		s.lastStamp.Store(w.stamp)
+		return fn(w)
+	})
 }
 
 // readTx runs fn in one read transaction, so that its queries see one

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"encoding/json"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +18,9 @@ var cancelTests = []test{
 	{"Running", testCancelRunning},
 	{"Final", testCancelFinal},
 	{"Unknown", testCancelUnknown},
+	{"Repeated", testCancelRepeated},
+	{"Concurrent", testCancelConcurrent},
+	{"RequestWins", testCancelRequestWins},
 }
 
 func testCancelQueued(t *testing.T, e *env) {
@@ -80,4 +85,109 @@ func testCancelFinal(t *testing.T, e *env) {
 func testCancelUnknown(t *testing.T, e *env) {
 	_, err := e.s.JobCancel(t.Context(), uuid.Must(uuid.NewV7()))
 	wantErr(t, "JobCancel of an unknown job", err, job.ErrNotFound)
+}
+
+// testCancelRepeated: cancelling a running job whose cancel was already
+// requested returns it and writes nothing, not even a journal entry.
+func testCancelRepeated(t *testing.T, e *env) {
+	e.insert(t, job.InsertParams{Kind: "k"})
+	c := e.claimOne(t, job.DefaultQueue)
+	e.cancel(t, c.ID)
+	before := e.get(t, c.ID)
+	e.clk.Advance(time.Second) // a write would move updated_at
+	for range 2 {
+		again := e.cancel(t, c.ID)
+		if again.ID != c.ID || again.State != job.StateRunning || !again.CancelRequested {
+			t.Fatalf("repeated cancel returned %s state %q cancel_requested %v, want %s running with cancel requested",
+				again.ID, again.State, again.CancelRequested, c.ID)
+		}
+		unchanged(t, before, again)
+		unchanged(t, before, e.get(t, c.ID))
+	}
+	e.wantKinds(t, c.ID, job.EventQueued, job.EventClaimed, job.EventCancelRequested)
+}
+
+// testCancelConcurrent: operators cancelling one running job at the same
+// time all get the job back, and the request is journaled once.
+func testCancelConcurrent(t *testing.T, e *env) {
+	const operators = 8
+	for round := range 5 {
+		queue := fmt.Sprintf("q%d", round)
+		e.insert(t, job.InsertParams{Queue: queue, Kind: "k"})
+		c := e.claimOne(t, queue)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range operators {
+			wg.Go(func() {
+				<-start
+				j, err := e.s.JobCancel(t.Context(), c.ID)
+				if err != nil {
+					t.Errorf("concurrent JobCancel: %v", err)
+				} else if j.State != job.StateRunning || !j.CancelRequested {
+					t.Errorf("concurrent JobCancel returned state %q cancel_requested %v, want running with cancel requested", j.State, j.CancelRequested)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if t.Failed() {
+			return
+		}
+		e.wantKinds(t, c.ID, job.EventQueued, job.EventClaimed, job.EventCancelRequested)
+	}
+}
+
+// testCancelRequestWins: once cancel was requested, a job never goes back
+// to the queue: a failure (retryable or not), a release and an expired
+// lease all end it canceled, journaled "canceled". A success still counts.
+func testCancelRequestWins(t *testing.T, e *env) {
+	cases := []struct {
+		name     string
+		attempts int
+		outcome  func(c *job.Job) store.Outcome // nil: the lease expires
+		want     job.State
+	}{
+		{"retryable failure", 5, func(c *job.Job) store.Outcome {
+			return store.Outcome{Lease: leaseOf(c), Status: store.OutcomeFailed, Error: "boom", Retryable: true, RetryDelay: time.Minute}
+		}, job.StateCanceled},
+		{"failure at the last attempt", 1, func(c *job.Job) store.Outcome {
+			return store.Outcome{Lease: leaseOf(c), Status: store.OutcomeFailed, Error: "boom", Retryable: true}
+		}, job.StateCanceled},
+		{"permanent failure", 5, func(c *job.Job) store.Outcome {
+			return store.Outcome{Lease: leaseOf(c), Status: store.OutcomeFailed, Error: "boom"}
+		}, job.StateCanceled},
+		{"release", 5, releaseOf, job.StateCanceled},
+		{"success", 5, func(c *job.Job) store.Outcome { return outcomeSucceeded(c, `{"done": true}`) }, job.StateSucceeded},
+		{"expired lease", 5, nil, job.StateCanceled},
+	}
+	for i, tc := range cases {
+		queue := fmt.Sprintf("q%d", i)
+		e.insert(t, job.InsertParams{Queue: queue, Kind: "k", MaxAttempts: tc.attempts, LeaseTTL: time.Minute})
+		c := e.claimOne(t, queue)
+		e.cancel(t, c.ID)
+		e.clk.Advance(time.Second)
+		if tc.outcome != nil {
+			o := tc.outcome(c)
+			if res := e.finishOne(t, o); res.State != tc.want {
+				t.Fatalf("%s after a cancel request: finish result state %q, want %q", tc.name, res.State, tc.want)
+			}
+		} else {
+			e.clk.Advance(time.Minute)
+			if n := e.rescue(t, 10); n != 1 {
+				t.Fatalf("%s after a cancel request: rescued %d, want 1", tc.name, n)
+			}
+		}
+		j := e.get(t, c.ID)
+		wantFinished(t, j, tc.want, e.now())
+		if j.Attempt != 1 {
+			t.Fatalf("%s after a cancel request: attempt %d, want 1", tc.name, j.Attempt)
+		}
+		if tc.outcome != nil && tc.outcome(c).Status == store.OutcomeFailed && j.LastError != "boom" {
+			t.Fatalf("%s after a cancel request: last_error %q, want the failure's %q", tc.name, j.LastError, "boom")
+		}
+		last := job.EventKind(tc.want)
+		e.wantKinds(t, c.ID, job.EventQueued, job.EventClaimed, job.EventCancelRequested, last)
+		e.clk.Advance(2 * time.Minute) // past any retry delay
+		e.claimNone(t, queue)
+	}
 }

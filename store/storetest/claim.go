@@ -104,10 +104,11 @@ func testClaimFields(t *testing.T, e *env) {
 		}
 		wantTimePtr(t, "lease_expires_at", j.LeaseExpiresAt, now.Add(90*time.Second))
 		wantTimePtr(t, "started_at", j.StartedAt, now)
-		wantTime(t, "updated_at", j.UpdatedAt, now)
+		wantStamp(t, "updated_at", j.UpdatedAt, now)
 		wantNil(t, "finished_at", j.FinishedAt)
 	}
 	e.wantKinds(t, ins.ID, job.EventQueued, job.EventClaimed)
+	wantDetail(t, e.events(t, ins.ID)[1], owner)
 }
 
 func testClaimFreshTokens(t *testing.T, e *env) {

@@ -26,7 +26,7 @@ func wantFinished(t *testing.T, j *job.Job, state job.State, at time.Time) {
 	t.Helper()
 	wantState(t, j, state)
 	wantTimePtr(t, "finished_at", j.FinishedAt, at)
-	wantTime(t, "updated_at", j.UpdatedAt, at)
+	wantStamp(t, "updated_at", j.UpdatedAt, at)
 	if j.LeaseToken != uuid.Nil {
 		t.Fatalf("finished job keeps lease token %s", j.LeaseToken)
 	}
@@ -69,6 +69,7 @@ func testFinishFailedRetryable(t *testing.T, e *env) {
 		t.Fatalf("retried job: last_error %q attempt %d token %s; want %q, 1, none", j.LastError, j.Attempt, j.LeaseToken, "disk full")
 	}
 	e.wantKinds(t, c.ID, job.EventQueued, job.EventClaimed, job.EventRetried)
+	wantDetail(t, e.events(t, c.ID)[2], "disk full")
 
 	e.clk.Advance(29 * time.Second)
 	e.claimNone(t, job.DefaultQueue)

@@ -25,16 +25,18 @@ var start = time.Date(2031, time.March, 4, 5, 6, 7, 123456000, time.UTC)
 // owner is the lease owner the suite claims as.
 const owner = "storetest-node"
 
-// env is one test's store and the fake clock it runs on.
+// env is one test's store and the fake clock it runs on, and the opener,
+// for a test that needs a store on another clock.
 type env struct {
-	s   store.Store
-	clk *clock.Fake
+	s    store.Store
+	clk  *clock.Fake
+	open Opener
 }
 
 func newEnv(t *testing.T, open Opener) *env {
 	t.Helper()
 	clk := clock.NewFake(start)
-	return &env{s: open(t, clk), clk: clk}
+	return &env{s: open(t, clk), clk: clk, open: open}
 }
 
 func (e *env) now() time.Time { return e.clk.Now() }
@@ -193,6 +195,14 @@ func (e *env) events(t *testing.T, id uuid.UUID) []job.Event {
 	return evs
 }
 
+// wantDetail requires a journal entry's detail to be want.
+func wantDetail(t *testing.T, ev job.Event, want string) {
+	t.Helper()
+	if ev.Detail != want {
+		t.Fatalf("journal entry %q of %s: detail %q, want %q", ev.Kind, ev.JobID, ev.Detail, want)
+	}
+}
+
 // wantKinds requires the job's journal to be exactly want, oldest first.
 func (e *env) wantKinds(t *testing.T, id uuid.UUID, want ...job.EventKind) {
 	t.Helper()
@@ -228,6 +238,18 @@ func wantTime(t *testing.T, what string, got, want time.Time) {
 	t.Helper()
 	if !got.Equal(want) {
 		t.Fatalf("%s = %v, want %v", what, got, want)
+	}
+}
+
+// wantStamp checks a job's updated_at written at the clock's time at: at
+// itself, or, where the store keeps updated_at strictly increasing in
+// commit order (SQLite), just after the previous write's when the clock
+// stood still. The suite's clock moves in steps of a second or more, so
+// anything from at up to at + 1s is written "at" at.
+func wantStamp(t *testing.T, what string, got, at time.Time) {
+	t.Helper()
+	if got.Before(at) || !got.Before(at.Add(time.Second)) {
+		t.Fatalf("%s = %v, want %v or just after", what, got, at)
 	}
 }
 

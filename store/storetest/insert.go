@@ -41,7 +41,7 @@ func testInsertDefaults(t *testing.T, e *env) {
 		wantJSON(t, "args", j.Args, []byte(`{}`))
 		wantTime(t, "run_at", j.RunAt, now)
 		wantTime(t, "created_at", j.CreatedAt, now)
-		wantTime(t, "updated_at", j.UpdatedAt, now)
+		wantStamp(t, "updated_at", j.UpdatedAt, now)
 		wantNil(t, "started_at", j.StartedAt)
 		wantNil(t, "finished_at", j.FinishedAt)
 		wantNil(t, "lease_expires_at", j.LeaseExpiresAt)

@@ -8,6 +8,7 @@ import (
 var leaderTests = []test{
 	{"Election", testLeaderElection},
 	{"Resign", testLeaderResign},
+	{"Boundary", testLeaderBoundary},
 }
 
 func (e *env) wantLeads(t *testing.T, name, node string, ttl time.Duration, want bool) {
@@ -47,6 +48,18 @@ func testLeaderResign(t *testing.T, e *env) {
 	if err := e.s.LeaderResign(t.Context(), "reaper", "a"); err != nil {
 		t.Fatalf("LeaderResign: %v", err)
 	}
+	e.wantLeads(t, "reaper", "b", ttl, true)
+	e.wantLeads(t, "reaper", "a", ttl, false)
+}
+
+// testLeaderBoundary: a term covers the instants before its expiry, and
+// has ended at its expiry exactly (expires_at <= now).
+func testLeaderBoundary(t *testing.T, e *env) {
+	const ttl = 30 * time.Second
+	e.wantLeads(t, "reaper", "a", ttl, true)
+	e.clk.Advance(ttl - time.Microsecond)
+	e.wantLeads(t, "reaper", "b", ttl, false)
+	e.clk.Advance(time.Microsecond)
 	e.wantLeads(t, "reaper", "b", ttl, true)
 	e.wantLeads(t, "reaper", "a", ttl, false)
 }

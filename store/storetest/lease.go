@@ -17,6 +17,7 @@ var leaseTests = []test{
 	{"HeartbeatMany", testHeartbeatMany},
 	{"ProgressExtends", testProgressExtends},
 	{"CheckpointExtends", testCheckpointExtends},
+	{"UpdatedAt", testLeaseUpdatedAt},
 }
 
 func (e *env) heartbeat(t *testing.T, leases ...store.Lease) []store.HeartbeatResult {
@@ -109,5 +110,44 @@ func testHeartbeatMany(t *testing.T, e *env) {
 		if res[i].Held != want[i].Held || (want[i].Held && res[i].CancelRequested != want[i].CancelRequested) {
 			t.Fatalf("heartbeat results %+v, want %+v (in the leases' order)", res, want)
 		}
+	}
+}
+
+// testLeaseUpdatedAt: a heartbeat moves heartbeat_at and the lease expiry
+// but not updated_at, so the "updated since" feed does not report every
+// running job at every beat; progress and a checkpoint move it.
+func testLeaseUpdatedAt(t *testing.T, e *env) {
+	e.insert(t, job.InsertParams{Kind: "k", LeaseTTL: time.Minute})
+	c := e.claimOne(t, job.DefaultQueue)
+	e.clk.Advance(10 * time.Second)
+	if res := e.heartbeat(t, leaseOf(c)); !res[0].Held {
+		t.Fatalf("heartbeat: %+v, want held", res[0])
+	}
+	j := e.get(t, c.ID)
+	wantTime(t, "updated_at after a heartbeat", j.UpdatedAt, c.UpdatedAt)
+	wantTimePtr(t, "heartbeat_at", j.HeartbeatAt, e.now())
+	wantTimePtr(t, "lease_expires_at", j.LeaseExpiresAt, e.now().Add(time.Minute))
+	since := e.now()
+	e.wantList(t, "feed after a heartbeat", store.ListParams{UpdatedSince: &since})
+
+	for _, write := range []struct {
+		what string
+		fn   func() error
+	}{
+		{"progress", func() error {
+			_, err := e.s.JobSetProgress(t.Context(), leaseOf(c), job.Progress{Done: 1, Total: 2})
+			return err
+		}},
+		{"checkpoint", func() error {
+			return e.s.JobSetCheckpoint(t.Context(), leaseOf(c), json.RawMessage(`{"page": 2}`))
+		}},
+	} {
+		e.clk.Advance(time.Second)
+		since := e.now()
+		if err := write.fn(); err != nil {
+			t.Fatalf("%s: %v", write.what, err)
+		}
+		wantStamp(t, "updated_at after "+write.what, e.get(t, c.ID).UpdatedAt, since)
+		e.wantList(t, "feed after "+write.what, store.ListParams{UpdatedSince: &since}, c)
 	}
 }

@@ -17,6 +17,7 @@ var listTests = []test{
 	{"Paging", testListPaging},
 	{"Feed", testListFeed},
 	{"LimitZero", testListLimitZero},
+	{"FeedExactUnderWriters", testListFeedExact},
 }
 
 const all = 1000 // a Limit above every test's job count
@@ -172,7 +173,7 @@ func testListFeed(t *testing.T, e *env) {
 		if !ok {
 			want = t0
 		}
-		wantTime(t, "updated_at of "+j.ID.String(), j.UpdatedAt, want)
+		wantStamp(t, "updated_at of "+j.ID.String(), j.UpdatedAt, want)
 	}
 }
 

@@ -3,6 +3,8 @@ package storetest
 import (
 	"testing"
 
+	"github.com/google/uuid"
+
 	"jobd/job"
 	"jobd/store"
 )
@@ -10,6 +12,7 @@ import (
 var queueTests = []test{
 	{"Counts", testQueueCounts},
 	{"PauseUnknown", testQueuePauseUnknown},
+	{"Purge", testQueuePurge},
 }
 
 func (e *env) queues(t *testing.T) []store.QueueInfo {
@@ -70,4 +73,73 @@ func testQueuePauseUnknown(t *testing.T, e *env) {
 	wantQueue(t, qs, "resumed", false, nil) // a queue with a setting is listed
 	e.insert(t, job.InsertParams{Queue: "planned", Kind: "k"})
 	e.claimNone(t, "planned")
+}
+
+func (e *env) purge(t *testing.T, queue string) int64 {
+	t.Helper()
+	n, err := e.s.QueuePurge(t.Context(), queue)
+	if err != nil {
+		t.Fatalf("QueuePurge %q: %v", queue, err)
+	}
+	return n
+}
+
+// testQueuePurge: a purge deletes the queue's queued and finished jobs with
+// their journals, leaves its running job to its holder, and touches no
+// other queue.
+func testQueuePurge(t *testing.T, e *env) {
+	const q = "doomed"
+	jobs := e.insertN(t, 5, job.InsertParams{Queue: q, Kind: "k"})
+	got := e.claim(t, q, 3)
+	if len(got) != 3 {
+		t.Fatalf("claimed %d, want 3", len(got))
+	}
+	succeeded, failed, running := got[0], got[1], got[2]
+	e.succeed(t, succeeded)
+	e.fail(t, failed, false, 0)
+	canceled, queued := jobs[3], jobs[4]
+	e.cancel(t, canceled.ID)
+	e.setPaused(t, q, true)
+
+	other := e.insertN(t, 2, job.InsertParams{Queue: "kept", Kind: "k"})
+	e.succeed(t, e.claimOne(t, "kept"))
+	before := make(map[uuid.UUID]*job.Job)
+	for _, id := range []uuid.UUID{running.ID, other[0].ID, other[1].ID} {
+		before[id] = e.get(t, id)
+	}
+
+	if n := e.purge(t, q); n != 4 {
+		t.Fatalf("purged %d jobs, want 4 (queued, succeeded, failed, canceled)", n)
+	}
+	for _, id := range []uuid.UUID{queued.ID, succeeded.ID, failed.ID, canceled.ID} {
+		e.gone(t, id)
+		e.wantKinds(t, id) // no journal left
+	}
+	for id, b := range before {
+		unchanged(t, b, e.get(t, id))
+		if len(e.events(t, id)) == 0 {
+			t.Fatalf("job %s kept, but its journal was purged", id)
+		}
+	}
+	qs := e.queues(t)
+	wantQueue(t, qs, q, true, map[job.State]int64{job.StateRunning: 1}) // the setting stays
+	wantQueue(t, qs, "kept", false, map[job.State]int64{job.StateQueued: 1, job.StateSucceeded: 1})
+
+	// The holder of the running job still holds its lease.
+	if res := e.heartbeat(t, leaseOf(running)); !res[0].Held {
+		t.Fatalf("heartbeat of the running job after the purge: %+v, want held", res[0])
+	}
+	e.succeed(t, running)
+	if n := e.purge(t, q); n != 1 {
+		t.Fatalf("second purge took %d jobs, want 1 (the one that finished)", n)
+	}
+	if n := e.purge(t, q); n != 0 {
+		t.Fatalf("third purge took %d jobs, want 0", n)
+	}
+	if n := e.purge(t, "nobody"); n != 0 {
+		t.Fatalf("purge of an unknown queue took %d jobs, want 0", n)
+	}
+	if n := e.total(t); n != 2 {
+		t.Fatalf("%d jobs left, want the other queue's 2", n)
+	}
 }

@@ -14,6 +14,7 @@ var rescueTests = []test{
 	{"AttemptsUsed", testRescueAttemptsUsed},
 	{"Unexpired", testRescueUnexpired},
 	{"Limit", testRescueLimit},
+	{"Boundary", testRescueBoundary},
 }
 
 func testRescueExpired(t *testing.T, e *env) {
@@ -31,6 +32,7 @@ func testRescueExpired(t *testing.T, e *env) {
 		t.Fatalf("rescued job: attempt %d token %s, want 1 (counted) and no token", j.Attempt, j.LeaseToken)
 	}
 	e.wantKinds(t, c.ID, job.EventQueued, job.EventClaimed, job.EventRescued)
+	wantDetail(t, e.events(t, c.ID)[2], "lease expired")
 	if n := e.rescue(t, 10); n != 0 {
 		t.Fatalf("second rescue took %d, want 0", n)
 	}
@@ -78,4 +80,21 @@ func testRescueLimit(t *testing.T, e *env) {
 			t.Fatalf("rescue %d with limit 2: %d jobs, want %d", i, n, want)
 		}
 	}
+}
+
+// testRescueBoundary: a lease covers the instants before its expiry, and
+// has expired at its expiry exactly (lease_expires_at <= now).
+func testRescueBoundary(t *testing.T, e *env) {
+	e.insert(t, job.InsertParams{Kind: "k", LeaseTTL: time.Minute})
+	c := e.claimOne(t, job.DefaultQueue)
+	wantTimePtr(t, "lease_expires_at", c.LeaseExpiresAt, e.now().Add(time.Minute))
+	e.clk.Advance(time.Minute - time.Microsecond)
+	if n := e.rescue(t, 10); n != 0 {
+		t.Fatalf("rescued %d 1µs before the lease's expiry, want 0", n)
+	}
+	e.clk.Advance(time.Microsecond)
+	if n := e.rescue(t, 10); n != 1 {
+		t.Fatalf("rescued %d at the lease's expiry, want 1", n)
+	}
+	wantState(t, e.get(t, c.ID), job.StateQueued)
 }

@@ -1,13 +1,16 @@
 -- Cancels a queued job at once, or asks a running one to stop. $1 now,
--- $2 job id. Returns the job with changed = false, unchanged, when it was
--- already final, and no row when there is no such job.
+-- $2 job id. Returns the job with changed = true when it did either, and
+-- with changed = false, unchanged, otherwise: already final, or running
+-- with its cancel already requested (a repeated cancel writes nothing, not
+-- even a second journal entry). No row when there is no such job.
 WITH canceled AS (
     UPDATE jobd_jobs SET
         state = CASE WHEN state = 'queued' THEN 'canceled' ELSE state END,
         cancel_requested = (state = 'running'),
         finished_at = CASE WHEN state = 'queued' THEN coalesce($1::timestamptz, now()) END,
         updated_at = coalesce($1::timestamptz, now())
-    WHERE id = $2 AND state IN ('queued', 'running')
+    WHERE id = $2
+      AND (state = 'queued' OR (state = 'running' AND NOT cancel_requested))
     RETURNING *
 ),
 journal AS (
@@ -25,7 +28,10 @@ SELECT true AS changed,
 FROM canceled
 UNION ALL
 -- The statement's snapshot still shows the row as it was before; it is
--- read only when the update matched nothing.
+-- read only when the update matched nothing. When a concurrent
+-- transaction changed the row after that snapshot was taken, the row read
+-- here is stale (it would have matched the update): the driver runs the
+-- statement again.
 SELECT false,
        id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,

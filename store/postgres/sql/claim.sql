@@ -1,5 +1,5 @@
--- Claims up to $3 available jobs of queue $2 for owner $4; $1 now (NULL:
--- the database's now()).
+-- Claims up to $3 available jobs of queue $2 for owner $4 (journaled as
+-- the claim's detail); $1 now (NULL: the database's now()).
 --
 -- The plan must not depend on the table's statistics (the statement is
 -- prepared once per connection and may run on a generic plan made when the
@@ -51,8 +51,8 @@ claimed AS (
     RETURNING j.*
 ),
 journal AS (
-    INSERT INTO jobd_job_events (job_id, at, kind, attempt)
-    SELECT id, updated_at, 'claimed', attempt FROM claimed
+    INSERT INTO jobd_job_events (job_id, at, kind, attempt, detail)
+    SELECT id, updated_at, 'claimed', attempt, $4 FROM claimed
 )
 SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,

@@ -2,7 +2,8 @@
 -- $2 kind, $3 states, $4 lock_key, $5 partition_key (NULL: any);
 -- $6 updated_since; ($7, $8) the (updated_at, id) after which the page
 -- starts, which the driver sets to (updated_since, the nil uuid) for the
--- first page; $9 page size.
+-- first page; $9 page size; $10 the horizon (NULL: none), below which
+-- every change has committed (feed_horizon.sql).
 SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
        idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
@@ -10,6 +11,7 @@ SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, le
 FROM jobd_jobs
 WHERE updated_at >= $6::timestamptz
   AND (updated_at, id) > ($7::timestamptz, $8::uuid)
+  AND ($10::timestamptz IS NULL OR updated_at < $10::timestamptz)
   AND ($1::text IS NULL OR queue = $1)
   AND ($2::text IS NULL OR kind = $2)
   AND ($3::text[] IS NULL OR state = ANY ($3))

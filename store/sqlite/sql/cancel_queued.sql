@@ -2,6 +2,6 @@
 UPDATE jobd_jobs
 SET state = 'canceled',
     finished_at = :now,
-    updated_at = :now
+    updated_at = :stamp
 WHERE id = :id AND state = 'queued'
 RETURNING *

@@ -2,6 +2,6 @@
 -- heartbeat or progress report, and finishes it canceled.
 UPDATE jobd_jobs
 SET cancel_requested = 1,
-    updated_at = :now
+    updated_at = :stamp
 WHERE id = :id AND state = 'running'
 RETURNING *

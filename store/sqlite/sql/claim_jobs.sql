@@ -9,7 +9,7 @@ SET state = 'running',
     lease_expires_at = :now + lease_ttl_us,
     heartbeat_at = :now,
     started_at = coalesce(started_at, :now),
-    updated_at = :now
+    updated_at = :stamp
 FROM json_each(:batch) AS b
 WHERE jobd_jobs.id = b.value ->> 'id' AND jobd_jobs.state = 'queued'
 RETURNING *

@@ -4,6 +4,6 @@ SET state = 'canceled',
     finished_at = :now,
     lease_token = NULL,
     lease_expires_at = NULL,
-    updated_at = :now
+    updated_at = :stamp
 WHERE id = :id AND state = 'running' AND lease_token = :token
 RETURNING queue, state, run_at, attempt

@@ -8,7 +8,7 @@ SET state = n.next,
     finished_at = CASE n.next WHEN 'queued' THEN NULL ELSE :now END,
     lease_token = NULL,
     lease_expires_at = NULL,
-    updated_at = :now
+    updated_at = :stamp
 FROM (
     SELECT id, CASE WHEN cancel_requested THEN 'canceled' ELSE 'queued' END AS next
     FROM jobd_jobs

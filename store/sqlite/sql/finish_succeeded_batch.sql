@@ -8,7 +8,7 @@ SET state = 'succeeded',
     finished_at = :now,
     lease_token = NULL,
     lease_expires_at = NULL,
-    updated_at = :now
+    updated_at = :stamp
 FROM json_each(:batch) AS b
 WHERE jobd_jobs.id = b.value ->> 'id'
   AND jobd_jobs.state = 'running'

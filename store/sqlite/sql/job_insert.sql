@@ -7,7 +7,7 @@ INSERT INTO jobd_jobs (
 ) VALUES (
     :id, :queue, :kind, :args, 'queued', :priority, :run_at, :max_attempts, :lease_ttl_us,
     nullif(:lock_key, ''), nullif(:partition_key, ''), nullif(:idempotency_key, ''),
-    nullif(:args_hash, ''), :now, :now
+    nullif(:args_hash, ''), :now, :stamp
 )
 ON CONFLICT DO NOTHING
 RETURNING *

@@ -1,5 +1,6 @@
 -- Takes the term of :name for :node when nobody holds it, when it has
--- expired, or when :node holds it already (then extends it). A row comes
+-- expired (expires_at <= now), or when :node holds it already (then
+-- extends it). A row comes
 -- back only when :node leads.
 INSERT INTO jobd_leaders (name, node, expires_at)
 VALUES (:name, :node, :expires_at)

@@ -4,5 +4,5 @@ UPDATE jobd_jobs
 SET checkpoint = :checkpoint,
     lease_expires_at = :now + lease_ttl_us,
     heartbeat_at = :now,
-    updated_at = :now
+    updated_at = :stamp
 WHERE id = :id AND state = 'running' AND lease_token = :token

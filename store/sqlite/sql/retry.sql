@@ -8,6 +8,6 @@ SET state = 'queued',
     finished_at = NULL,
     lease_token = NULL,
     lease_expires_at = NULL,
-    updated_at = :now
+    updated_at = :stamp
 WHERE id = :id AND state IN ('failed', 'canceled')
 RETURNING *

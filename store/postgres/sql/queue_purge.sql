@@ -1,0 +1,25 @@
+-- One batch of QueuePurge: deletes up to $2 jobs of queue $1 that are not
+-- running, with their journal. Returns how many jobs the batch selected
+-- (fewer than $2: the queue had no more) and how many it deleted.
+--
+-- No index serves "every job of a queue": a purge is a rare operator's
+-- act, and an index for it would cost every write.
+--
+-- The candidates come from the statement's snapshot; the DELETE re-checks
+-- the state on the current row version (a claim may have committed
+-- since), so a job that became running is left to its holder.
+WITH doomed AS (
+    SELECT id
+    FROM jobd_jobs
+    WHERE queue = $1 AND state <> 'running'
+    LIMIT $2
+),
+deleted AS (
+    DELETE FROM jobd_jobs
+    WHERE id IN (SELECT id FROM doomed) AND state <> 'running'
+    RETURNING id
+),
+journal AS (
+    DELETE FROM jobd_job_events e USING deleted WHERE e.job_id = deleted.id
+)
+SELECT (SELECT count(*) FROM doomed), (SELECT count(*) FROM deleted);

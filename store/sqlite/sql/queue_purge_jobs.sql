@@ -1,0 +1,12 @@
+-- One batch of QueuePurge: deletes up to :limit jobs of :queue that are
+-- not running (queued or finished), returning their ids so the caller
+-- deletes their events with them. Running jobs stay with their holders.
+-- No index serves "every job of a queue": a purge is a rare operator's
+-- act, and an index for it would cost every write.
+DELETE FROM jobd_jobs
+WHERE id IN (
+    SELECT id FROM jobd_jobs
+    WHERE queue = :queue AND state <> 'running'
+    LIMIT :limit
+)
+RETURNING id
