@@ -135,12 +135,13 @@ func TestCancelRetryEventsStatus(t *testing.T) {
 		if j.State != api.StateRunning || !j.CancelRequested {
 			t.Errorf("cancel of a running job: %+v", j)
 		}
+		// The worker then fails it: the cancel request wins over a retry.
 		finish(t, st, running, store.OutcomeFailed, "", "boom")
 
 		// Dataloader status.
 		var status api.JobStatus
 		s.do("GET", "/api/v1/jobs/"+running.ID.String()+"/status", "").must(t, 200, &status)
-		if status.JobID != running.ID || status.Status != api.StateFailed || status.Attempt != 1 ||
+		if status.JobID != running.ID || status.Status != api.StateCanceled || status.Attempt != 1 ||
 			status.StartedAt == nil || status.FinishedAt == nil || status.Error != "boom" {
 			t.Errorf("status %+v", status)
 		}
@@ -152,7 +153,7 @@ func TestCancelRetryEventsStatus(t *testing.T) {
 		for _, e := range evs.Events {
 			kinds = append(kinds, e.Kind)
 		}
-		want := "queued canceled manual-retry claimed cancel-requested failed"
+		want := "queued canceled manual-retry claimed cancel-requested canceled"
 		if got := strings.Join(kinds, " "); got != want {
 			t.Errorf("journal %q, want %q", got, want)
 		}
