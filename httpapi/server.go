@@ -48,6 +48,10 @@ type Config struct {
 	// PollInterval is how often a long-poll or a stream re-reads its job;
 	// default 200ms.
 	PollInterval time.Duration
+	// Async serves the async gateway's result routes (/api/v1/async/...)
+	// once this API has checked their scope; it sees the request as it
+	// came. Nil answers them 404.
+	Async http.Handler
 }
 
 func (c Config) withDefaults() Config {
@@ -148,7 +152,55 @@ func (s *server) routes() []route {
 		{"POST", "/api/v1/keys", scopeAdmin, s.createKey},
 		{"GET", "/api/v1/keys", scopeAdmin, s.listKeys},
 		{"DELETE", "/api/v1/keys/{id}", scopeAdmin, s.revokeKey},
+
+		// The async gateway's results, served by Config.Async. The
+		// "/api/v1/async/" subtrees take the bare collection path (400)
+		// and whatever no route below matches (404).
+		{"GET", "/api/v1/async/", scopeRead, s.async},
+		{"PUT", "/api/v1/async/", scopeRead, s.async},
+		{"DELETE", "/api/v1/async/", scopeAdmin, s.async},
+		{"GET", "/api/v1/async/done", scopeRead, s.async},
+		{"GET", "/api/v1/async/pending", scopeRead, s.async},
+		{"GET", "/api/v1/async/{id}", scopeRead, s.async},
+		{"PUT", "/api/v1/async/{id}", scopeRead, s.async},
+		{"PUT", "/api/v1/async/{id}/cancel", scopeAdmin, s.async},
+		{"DELETE", "/api/v1/async/all", scopeAdmin, s.async},
+		{"DELETE", "/api/v1/async/expired", scopeAdmin, s.async},
+		{"DELETE", "/api/v1/async/{id}", scopeAdmin, s.async},
 	}
+}
+
+// async hands an async-result route, its scope checked, to Config.Async.
+func (s *server) async(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Async == nil {
+		return problemf(http.StatusNotFound, "", "the async gateway is not configured on this server (jobd serve --upstream NAME=URL)")
+	}
+	s.cfg.Async.ServeHTTP(w, r)
+	return nil
+}
+
+// Authorizer checks credentials the way the API does, for routes served
+// outside this package (the async gateway's /gw/ and /_api/job/ routes).
+type Authorizer struct{ a *authenticator }
+
+// NewAuthorizer returns an Authorizer over st's API keys and adminSecret;
+// with an empty secret every request passes.
+func NewAuthorizer(st store.Store, adminSecret string) *Authorizer {
+	return &Authorizer{a: newAuthenticator(st, adminSecret)}
+}
+
+// Authorize returns nil when r's credential grants need (api.ScopeSubmit,
+// api.ScopeRead or api.ScopeAdmin; the admin secret and admin keys grant
+// every scope). A missing or bad credential is an *api.Problem of status
+// 401, a key without the scope one of status 403; any other error is the
+// store's, wrapped.
+func (a *Authorizer) Authorize(r *http.Request, need string) error {
+	err := a.a.authorize(r, scope(need))
+	var p *problem
+	if errors.As(err, &p) {
+		return &p.Problem
+	}
+	return err
 }
 
 // wrap checks the route's scope before anything else (so that no answer

@@ -109,6 +109,16 @@ type Store interface {
 	// finished_at is before before, and their events. At most limit jobs
 	// per call.
 	JobPrune(ctx context.Context, before time.Time, limit int) (int, error)
+	// JobPruneQueue is JobPrune for the jobs of one queue: it deletes
+	// finished jobs of queue whose finished_at is before before, and their
+	// events, at most limit per call. Active jobs are never touched.
+	JobPruneQueue(ctx context.Context, queue string, before time.Time, limit int) (int, error)
+	// JobTake deletes a finished job (succeeded, failed or canceled) with
+	// its journal, in one transaction, and returns it as it was: a result
+	// that can be fetched once. job.ErrNotFound when there is no such job
+	// (or a concurrent take got it first), job.ErrWrongState when it is
+	// queued or running, and then nothing is deleted.
+	JobTake(ctx context.Context, id uuid.UUID) (*job.Job, error)
 
 	// QueueList returns every queue that has jobs or a setting, with job
 	// counts by state.
@@ -243,6 +253,10 @@ type ListParams struct {
 	// see the driver for its limits). Versions that a later change
 	// replaced before they were read are not delivered; the later one is.
 	UpdatedSince *time.Time
+	// OldestFirst lists oldest first (id ascending) instead of newest
+	// first; After then continues after its id. The feed order
+	// (UpdatedSince) is ascending already and ignores it.
+	OldestFirst bool
 	// After continues a previous page: the last job's id (and, in feed
 	// order, its updated_at).
 	After *Cursor

@@ -8,11 +8,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"jobd/engine"
 	"jobd/engine/builtin"
+	"jobd/gateway"
 	"jobd/httpapi"
+	"jobd/store"
 )
 
 var serveCommand = &Command{
@@ -33,6 +36,23 @@ type serveFlags struct {
 	shutdownTimeout, retention                   time.Duration
 	heartbeat, poll, reaper, progress            time.Duration
 	maxBody, maxArgs                             int
+
+	// The async gateway's.
+	upstreams, upstreamTimeouts listFlag
+	asyncMaxPending, asyncConc  int
+	asyncMaxResponse            int64
+	asyncResultTTL              time.Duration
+}
+
+// listFlag is a repeatable flag; each value may hold several items
+// separated by commas (the form of its environment variable).
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	*l = append(*l, v)
+	return nil
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -52,6 +72,24 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.progress, "progress-interval", d.ProgressInterval, "minimum gap between progress writes of one job")
 	fs.IntVar(&f.maxBody, "max-body", 1<<20, "request body limit in bytes")
 	fs.IntVar(&f.maxArgs, "max-args", 1<<20, "job args limit in bytes")
+
+	fs.Var(&f.upstreams, "upstream", "async gateway: serve /gw/NAME/ in front of URL, as NAME=URL (repeatable; env JOBD_UPSTREAMS=name=url,...)")
+	fs.Var(&f.upstreamTimeouts, "upstream-timeout", "async gateway: timeout of each upstream call, DURATION for all or NAME=DURATION (repeatable; default 1h)")
+	fs.IntVar(&f.asyncMaxPending, "async-max-pending", gateway.DefaultMaxPending, "async gateway: queued or running requests beyond which a new one gets 503")
+	fs.DurationVar(&f.asyncResultTTL, "async-result-ttl", gateway.DefaultResultTTL, "async gateway: unfetched results are removed after this")
+	fs.Int64Var(&f.asyncMaxResponse, "async-max-response", gateway.DefaultMaxResponseBytes, "async gateway: largest stored response body in bytes; a larger one fails its request")
+	fs.IntVar(&f.asyncConc, "async-concurrency", gateway.DefaultConcurrency, "async gateway: upstream calls this node makes at once (the gateway queue's worker pool)")
+}
+
+// gatewayQueue adds the gateway's worker pool to queues unless --workers
+// configures one already.
+func (f *serveFlags) gatewayQueue(queues []engine.QueueConfig) []engine.QueueConfig {
+	for _, q := range queues {
+		if q.Queue == gateway.Queue {
+			return queues
+		}
+	}
+	return append(queues, engine.QueueConfig{Queue: gateway.Queue, Concurrency: f.asyncConc})
 }
 
 func runServe(ctx context.Context, env *Env, args []string) error {
@@ -67,6 +105,18 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	queues, err := engine.ParseQueues([]byte(f.workers))
 	if err != nil {
 		return usageError("--workers: %v", err)
+	}
+	if len(f.upstreams) == 0 {
+		if v := env.Getenv("JOBD_UPSTREAMS"); v != "" {
+			f.upstreams = listFlag{v}
+		}
+	}
+	upstreams, err := gateway.ParseUpstreams(f.upstreams, f.upstreamTimeouts)
+	if err != nil {
+		return usageError("--upstream: %v", err)
+	}
+	if len(upstreams) > 0 {
+		queues = f.gatewayQueue(queues)
 	}
 	logger := newLogger(env, f.logLevel, f.logFormat)
 
@@ -87,14 +137,68 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		return usageError("%v", err)
 	}
 	builtin.Register(eng)
-	handler, err := httpapi.New(httpapi.Config{
+	apiCfg := httpapi.Config{
 		Store: st, Logger: logger, Version: Version, AdminSecret: f.adminSecret,
 		MaxBodyBytes: int64(f.maxBody), MaxArgsBytes: f.maxArgs,
-	})
+	}
+	var gw *gateway.Gateway
+	if len(upstreams) > 0 {
+		gw, err = f.gateway(st, eng, upstreams, logger)
+		if err != nil {
+			return usageError("%v", err)
+		}
+		apiCfg.Async = gw.Results()
+	}
+	handler, err := httpapi.New(apiCfg)
 	if err != nil {
 		return usageError("%v", err)
 	}
+	if gw != nil {
+		// The gateway's routes beside the API's, which serve its
+		// /api/v1/async/ results themselves.
+		mux := http.NewServeMux()
+		gwHandler := gw.Handler()
+		for _, p := range []string{"/gw/", "/_api/job", "/_api/job/"} {
+			mux.Handle(p, gwHandler)
+		}
+		mux.Handle("/", handler)
+		handler = mux
+
+		gctx, stopGateway := context.WithCancel(ctx)
+		gwDone := make(chan struct{})
+		go func() {
+			defer close(gwDone)
+			_ = gw.Run(gctx) // the result TTL, until serve returns
+		}()
+		defer func() { stopGateway(); <-gwDone }()
+		names := make([]string, len(upstreams))
+		for i, u := range upstreams {
+			names[i] = u.Name
+		}
+		logger.Info("async gateway on", "upstreams", strings.Join(names, ","))
+	}
 	return serve(ctx, logger, f.listen, handler, eng)
+}
+
+// gateway builds the async gateway over the store and the engine.
+func (f *serveFlags) gateway(st store.Store, eng *engine.Engine, upstreams []gateway.Upstream, logger *slog.Logger) (*gateway.Gateway, error) {
+	cfg := gateway.Config{
+		Store: st, Engine: eng, Upstreams: upstreams, Logger: logger,
+		MaxPending: f.asyncMaxPending, ResultTTL: f.asyncResultTTL,
+		MaxResponseBytes: f.asyncMaxResponse, MaxArgsBytes: f.maxArgs,
+	}
+	switch {
+	case f.asyncMaxPending <= 0:
+		return nil, errors.New("--async-max-pending must be positive")
+	case f.asyncResultTTL <= 0:
+		return nil, errors.New("--async-result-ttl must be positive")
+	case f.asyncMaxResponse <= 0:
+		return nil, errors.New("--async-max-response must be positive")
+	}
+	if f.adminSecret != "" {
+		cfg.Authorizer = httpapi.NewAuthorizer(st, f.adminSecret)
+	}
+	return gateway.New(cfg)
 }
 
 // serve runs the HTTP server and the engine until ctx ends, then stops

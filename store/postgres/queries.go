@@ -33,6 +33,10 @@ var (
 	jobGetSQL string
 	//go:embed sql/job_list.sql
 	jobListSQL string
+	//go:embed sql/job_list_oldest.sql
+	jobListOldestSQL string
+	//go:embed sql/job_take.sql
+	jobTakeSQL string
 	//go:embed sql/key_by_prefix.sql
 	keyByPrefixSQL string
 	//go:embed sql/key_create.sql
@@ -59,6 +63,8 @@ var (
 	progressSQL string
 	//go:embed sql/prune.sql
 	pruneSQL string
+	//go:embed sql/prune_queue.sql
+	pruneQueueSQL string
 	//go:embed sql/queue_list.sql
 	queueListSQL string
 	//go:embed sql/queue_purge.sql

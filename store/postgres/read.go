@@ -55,7 +55,11 @@ func (s *Store) JobList(ctx context.Context, params store.ListParams) (*store.Li
 				id := pgUUID(params.After.ID)
 				after = &id
 			}
-			batch.Queue(jobListSQL, args(after, params.Limit)...)
+			query := jobListSQL
+			if params.OldestFirst {
+				query = jobListOldestSQL
+			}
+			batch.Queue(query, args(after, params.Limit)...)
 		}
 	}
 	res := &store.ListResult{}

@@ -67,6 +67,10 @@ func (s *Store) JobList(ctx context.Context, params store.ListParams) (*store.Li
 		page = append(page, sql.Named("after_at", afterAt), sql.Named("after_id", afterID))
 	} else {
 		after := noCursor
+		if params.OldestFirst {
+			// '' sorts before every id: the oldest-first list starts above it.
+			query, after = jobListOldestSQL, ""
+		}
 		if params.After != nil {
 			after = params.After.ID.String()
 		}

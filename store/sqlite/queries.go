@@ -65,6 +65,12 @@ var jobListFeedSQL string
 //go:embed sql/job_list_newest.sql
 var jobListNewestSQL string
 
+//go:embed sql/job_list_oldest.sql
+var jobListOldestSQL string
+
+//go:embed sql/job_take.sql
+var jobTakeSQL string
+
 //go:embed sql/journal_mode.sql
 var journalModeSQL string
 
@@ -109,6 +115,9 @@ var pruneEventsSQL string
 
 //go:embed sql/prune_jobs.sql
 var pruneJobsSQL string
+
+//go:embed sql/prune_queue_jobs.sql
+var pruneQueueJobsSQL string
 
 //go:embed sql/queue_counts.sql
 var queueCountsSQL string

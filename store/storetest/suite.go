@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T, c clock.Clock) store.Store) {
 		{"Rescue", rescueTests},
 		{"Journal", journalTests},
 		{"Prune", pruneTests},
+		{"Take", takeTests},
 		{"List", listTests},
 		{"Queue", queueTests},
 		{"Leader", leaderTests},

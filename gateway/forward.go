@@ -1,0 +1,232 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"jobd/api"
+	"jobd/job"
+	"jobd/store"
+)
+
+// Handler serves /gw/NAME/... (forwarding) and the ArangoDB-compatible
+// result routes under /_api/job/, checking credentials itself. Mount it
+// beside the API handler, which serves the same result routes under
+// /api/v1/async/ through Results.
+func (g *Gateway) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/gw/", g.forward)
+	mux.HandleFunc("/_api/job", g.compat)
+	mux.HandleFunc("/_api/job/", g.compat)
+	return mux
+}
+
+// Results serves the result routes under /api/v1/async/ WITHOUT checking
+// credentials: it is meant for httpapi.Config.Async, whose routes check
+// each one's scope first.
+func (g *Gateway) Results() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.results(w, r, "/api/v1/async")
+	})
+}
+
+// asyncMode is what the caller asked of a forwarded request.
+type asyncMode int
+
+const (
+	modeSync   asyncMode = iota
+	modeForget           // X-Async: true
+	modeStore            // X-Async: store
+)
+
+// readMode reads X-Async and x-arango-async; they must agree.
+func readMode(h http.Header) (asyncMode, error) {
+	mode := modeSync
+	for _, name := range []string{headerAsync, headerArangoAsync} {
+		var m asyncMode
+		switch v := strings.ToLower(strings.TrimSpace(h.Get(name))); v {
+		case "", "false":
+			continue
+		case "true":
+			m = modeForget
+		case "store":
+			m = modeStore
+		default:
+			return 0, problemf(http.StatusBadRequest, name, "%s must be true or store, got %q", name, v)
+		}
+		if mode != modeSync && mode != m {
+			return 0, problemf(http.StatusBadRequest, name, "X-Async and x-arango-async disagree")
+		}
+		mode = m
+	}
+	return mode, nil
+}
+
+// forward: any method on /gw/NAME/...
+func (g *Gateway) forward(w http.ResponseWriter, r *http.Request) {
+	name, rest, ok := splitForward(r.URL.EscapedPath())
+	up := g.upstreams[name]
+	if !ok || up == nil {
+		g.writeError(w, r, problemf(http.StatusNotFound, "", "no upstream %q is configured", name))
+		return
+	}
+	if err := g.authorize(r, api.ScopeSubmit); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	mode, err := readMode(r.Header)
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	if r.URL.RawQuery != "" {
+		rest += "?" + r.URL.RawQuery
+	}
+	if mode == modeSync {
+		t, err := up.target(rest)
+		if err != nil {
+			g.writeError(w, r, problemf(http.StatusBadRequest, "", "bad path: %v", err))
+			return
+		}
+		ctx, cancel := context.WithTimeoutCause(r.Context(), up.Timeout, errTimeout)
+		defer cancel()
+		up.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, targetKey{}, t)))
+		return
+	}
+	if err := g.submit(w, r, up, rest, mode); err != nil {
+		g.writeError(w, r, err)
+	}
+}
+
+func (g *Gateway) authorize(r *http.Request, scope string) error {
+	if g.cfg.Authorizer == nil {
+		return nil
+	}
+	return g.cfg.Authorizer.Authorize(r, scope)
+}
+
+// targetKey carries a synchronous request's upstream URL to the proxy.
+type targetKey struct{}
+
+// errTimeout is the cause of an upstream call's context when its timeout
+// passed.
+var errTimeout = errors.New("upstream timeout")
+
+// newProxy returns the synchronous path to up: a reverse proxy that
+// streams both ways, drops hop-by-hop headers and answers its own
+// failures as problems.
+func (g *Gateway) newProxy(up *upstream) http.Handler {
+	authOn := g.cfg.Authorizer != nil
+	return &httputil.ReverseProxy{
+		Transport: g.cfg.Transport,
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			t := *pr.In.Context().Value(targetKey{}).(*url.URL)
+			pr.Out.URL = &t
+			pr.Out.Host = ""
+			pr.SetXForwarded()
+			pr.Out.Header.Del(headerAsync)
+			pr.Out.Header.Del(headerArangoAsync)
+			if authOn {
+				pr.Out.Header.Del("Authorization")
+			}
+			up.setUser(pr.Out.Header)
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			switch {
+			case errors.Is(context.Cause(r.Context()), errTimeout):
+				g.writeError(w, r, problemf(http.StatusGatewayTimeout, "", "upstream %q did not answer within %s", up.Name, up.Timeout))
+			case r.Context().Err() != nil:
+				// The caller went away.
+			default:
+				g.log.Warn("gateway: upstream call failed", "upstream", up.Name, "method", r.Method, "err", scrub(err))
+				g.writeError(w, r, problemf(http.StatusBadGateway, "", "upstream %q failed: %v", up.Name, scrub(err)))
+			}
+		},
+	}
+}
+
+// submit queues an async request and answers 202.
+func (g *Gateway) submit(w http.ResponseWriter, r *http.Request, up *upstream, rest string, mode asyncMode) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.maxBody))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return problemf(http.StatusRequestEntityTooLarge, "", "an async request body may be at most %d bytes", tooLarge.Limit)
+		}
+		if r.Context().Err() != nil {
+			return r.Context().Err()
+		}
+		return problemf(http.StatusBadRequest, "", "reading the request body: %v", err)
+	}
+	args, err := json.Marshal(Request{
+		Upstream: up.Name, Method: r.Method, Path: rest,
+		Header: requestHeader(r, g.cfg.Authorizer != nil),
+		Body:   body, Store: mode == modeStore,
+	})
+	if err != nil {
+		return err
+	}
+	if len(args) > g.cfg.MaxArgsBytes {
+		return problemf(http.StatusRequestEntityTooLarge, "", "the request (headers and body) is too large to queue: at most %d bytes", g.cfg.MaxArgsBytes)
+	}
+	p := job.InsertParams{Queue: Queue, Kind: Kind, Args: args, MaxAttempts: g.cfg.MaxAttempts}
+	if key := r.Header.Get("Idempotency-Key"); key != "" {
+		if len(key) > maxIdempotencyKey {
+			return problemf(http.StatusBadRequest, "Idempotency-Key", "Idempotency-Key may be at most %d bytes", maxIdempotencyKey)
+		}
+		p.IdempotencyKey = idempotencyPrefix + key
+	}
+	if err := g.checkPending(r.Context(), w); err != nil {
+		return err
+	}
+	res, err := g.store.JobInsertMany(r.Context(), []job.InsertParams{p})
+	if err != nil {
+		return err
+	}
+	j := res[0].Job
+	if !ours(j) {
+		return problemf(http.StatusConflict, "Idempotency-Key", "this Idempotency-Key names a job that is not an async request")
+	}
+	if mode == modeStore {
+		id := j.ID.String()
+		w.Header().Set(headerAsyncID, id)
+		w.Header().Set(headerArangoAsyncID, id)
+		w.Header().Set("Location", "/api/v1/async/"+id)
+	}
+	w.WriteHeader(http.StatusAccepted)
+	return nil
+}
+
+// Idempotency keys of async requests live in a namespace of their own, so
+// that a key of a job submitted through the API never matches one.
+const (
+	idempotencyPrefix = "gateway:"
+	maxIdempotencyKey = 255 - len(idempotencyPrefix)
+)
+
+// retryAfterBusy is the Retry-After of a refusal for back-pressure.
+const retryAfterBusy = 5
+
+// checkPending refuses a new async request while MaxPending gateway jobs
+// are queued or running. Concurrent submissions may overshoot the limit
+// by their number: it is a brake, not an exact quota.
+func (g *Gateway) checkPending(ctx context.Context, w http.ResponseWriter) error {
+	res, err := g.store.JobList(ctx, store.ListParams{
+		Queue: Queue, Kind: Kind, States: []job.State{job.StateQueued, job.StateRunning},
+	})
+	if err != nil {
+		return err
+	}
+	if res.Total >= int64(g.cfg.MaxPending) {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterBusy))
+		return problemf(http.StatusServiceUnavailable, "", "%d async requests are pending, the most this server queues; retry later", res.Total)
+	}
+	return nil
+}

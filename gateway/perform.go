@@ -1,0 +1,189 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"jobd/engine"
+)
+
+// maxRetryAfter caps how long an upstream's Retry-After may hold a job.
+const maxRetryAfter = time.Hour
+
+// drainLimit is how much of a discarded body is read so that its
+// connection can serve another call; beyond it the connection is closed.
+const drainLimit = 256 << 10
+
+// errAborted is the cause of an upstream call's context when the request
+// was canceled through this node (PUT .../cancel).
+var errAborted = errors.New("async request canceled")
+
+// perform is the handler of Kind: it sends the request upstream and
+// returns the response. A 5xx, a connection error or a timeout is a
+// retryable error (the 5xx's Retry-After is honoured); a response body
+// over MaxResponseBytes is a permanent one; any other answer, 4xx
+// included, is the result.
+func (g *Gateway) perform(ctx context.Context, j *engine.Job[Request]) (Response, error) {
+	req := &j.Args
+	up := g.upstreams[req.Upstream]
+	if up == nil {
+		return Response{}, engine.Permanent(fmt.Errorf("upstream %q is not configured on node %s", req.Upstream, g.node))
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if j.Job != nil {
+		c := g.track(j.ID, cancel)
+		defer g.untrack(c)
+	}
+	ctx, stop := context.WithTimeoutCause(ctx, up.Timeout, errTimeout)
+	defer stop()
+
+	what := fmt.Sprintf("upstream %q: %s %s", up.Name, req.Method, pathOnly(req.Path))
+	t, err := up.target(req.Path)
+	if err != nil {
+		return Response{}, engine.Permanent(fmt.Errorf("%s: bad path: %w", what, err))
+	}
+	out, err := http.NewRequestWithContext(ctx, req.Method, t.String(), bytes.NewReader(req.Body))
+	if err != nil {
+		return Response{}, engine.Permanent(fmt.Errorf("%s: %w", what, scrub(err)))
+	}
+	out.Header = req.Header.Clone()
+	if out.Header == nil {
+		out.Header = http.Header{}
+	}
+	dropHopHeaders(out.Header)
+	up.setUser(out.Header)
+	if len(req.Body) == 0 {
+		out.Body, out.GetBody, out.ContentLength = http.NoBody, nil, 0
+	}
+
+	resp, err := g.client.Do(out)
+	if err != nil {
+		return Response{}, callError(ctx, what, up, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 500 {
+		drain(resp.Body)
+		err := fmt.Errorf("%s: the upstream answered %s", what, resp.Status)
+		if d, ok := retryAfter(resp.Header.Get("Retry-After"), g.clock.Now()); ok {
+			return Response{}, engine.RetryAfter(err, d)
+		}
+		return Response{}, err
+	}
+	res := Response{Status: resp.StatusCode, Header: responseHeader(resp.Header)}
+	if !req.Store {
+		drain(resp.Body)
+		return res, nil
+	}
+	limit := g.cfg.MaxResponseBytes
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return Response{}, callError(ctx, what, up, err)
+	}
+	if int64(len(body)) > limit {
+		return Response{}, engine.Permanent(fmt.Errorf("%s: the response body is over the %d-byte limit of a stored response (--async-max-response)", what, limit))
+	}
+	res.Body = body
+	return res, nil
+}
+
+// callError explains a failed call: a timeout, a cancel (whose cause the
+// engine reads from its own context), or a connection error. Each is
+// retryable; the message never holds the query string.
+func callError(ctx context.Context, what string, up *upstream, err error) error {
+	if ctx.Err() != nil {
+		cause := context.Cause(ctx)
+		if errors.Is(cause, errTimeout) {
+			return fmt.Errorf("%s: no answer within %s: %w", what, up.Timeout, cause)
+		}
+		return fmt.Errorf("%s: %w", what, cause)
+	}
+	return fmt.Errorf("%s: %w", what, scrub(err))
+}
+
+// scrub drops the *url.Error around err: its message repeats the URL,
+// query string included, which may carry secrets.
+func scrub(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// pathOnly is path without its query string, for messages.
+func pathOnly(p string) string {
+	p, _, _ = strings.Cut(p, "?")
+	if p == "" {
+		return "/"
+	}
+	return p
+}
+
+func drain(body io.Reader) { _, _ = io.Copy(io.Discard, io.LimitReader(body, drainLimit)) }
+
+// retryAfter reads a Retry-After header: seconds or an HTTP date, capped
+// at maxRetryAfter.
+func retryAfter(v string, now time.Time) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	var d time.Duration
+	if secs, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+		if secs < 0 {
+			return 0, false
+		}
+		d = time.Duration(min(secs, int64(maxRetryAfter/time.Second))) * time.Second
+	} else if at, err := http.ParseTime(v); err == nil {
+		d = max(at.Sub(now), 0)
+	} else {
+		return 0, false
+	}
+	return min(d, maxRetryAfter), true
+}
+
+// call is one upstream call in flight on this node.
+type call struct {
+	id     uuid.UUID
+	cancel context.CancelCauseFunc
+}
+
+func (g *Gateway) track(id uuid.UUID, cancel context.CancelCauseFunc) *call {
+	c := &call{id: id, cancel: cancel}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.running[c] = struct{}{}
+	return c
+}
+
+func (g *Gateway) untrack(c *call) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.running, c)
+}
+
+// abort cancels the upstream calls of job id running on this node, and
+// reports whether there was one. A job running on another node stops
+// when that node's engine sees the cancel request (its next heartbeat).
+func (g *Gateway) abort(id uuid.UUID) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	found := false
+	for c := range g.running {
+		if c.id == id {
+			c.cancel(errAborted)
+			found = true
+		}
+	}
+	return found
+}

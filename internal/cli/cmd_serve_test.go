@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lockedBuffer is a bytes.Buffer safe for a logger and a reader at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestServeGateway: jobd serve with JOBD_UPSTREAMS mounts the gateway
+// beside the API, with its worker pool and its result routes under both
+// prefixes, and stops cleanly.
+func TestServeGateway(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "report "+r.URL.Path)
+	}))
+	defer upstream.Close()
+
+	stderr := &lockedBuffer{}
+	env := &Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderr, Getenv: func(k string) string {
+		return map[string]string{"JOBD_UPSTREAMS": "reports=" + upstream.URL}[k]
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	exit := make(chan int, 1)
+	go func() {
+		exit <- Main(ctx, []string{"serve", "--database", "sqlite:" + filepath.Join(t.TempDir(), "jobd.db"),
+			"--listen", "127.0.0.1:0", "--upstream-timeout", "reports=30s"}, env)
+	}()
+	defer func() {
+		cancel()
+		if code := <-exit; code != 0 {
+			t.Errorf("serve exited %d: %s", code, stderr)
+		}
+	}()
+
+	// The address is in the log (a bounded poll: the server starts apart).
+	addr := regexp.MustCompile(`"jobd serving" addr=(\S+)`)
+	var base string
+	for deadline := time.Now().Add(30 * time.Second); base == ""; time.Sleep(10 * time.Millisecond) {
+		if m := addr.FindStringSubmatch(stderr.String()); m != nil {
+			base = "http://" + m[1]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("serve did not start: %s", stderr)
+		}
+	}
+
+	req, _ := http.NewRequest("GET", base+"/gw/reports/june", nil)
+	req.Header.Set("X-Async", "store")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	id := resp.Header.Get("X-Async-Id")
+	if resp.StatusCode != http.StatusAccepted || id == "" {
+		t.Fatalf("submit: %d, id %q", resp.StatusCode, id)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		resp, err := http.Get(base + "/api/v1/async/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			break
+		}
+		if resp.StatusCode != http.StatusNoContent || time.Now().After(deadline) {
+			t.Fatalf("GET result: %d", resp.StatusCode)
+		}
+	}
+	req, _ = http.NewRequest("PUT", base+"/_api/job/"+id, nil)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(body) != "report /june" {
+		t.Fatalf("fetch: %d %q", resp.StatusCode, body)
+	}
+}
+
+func TestServeGatewayFlagErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"--upstream", "nourl"},
+		{"--upstream", "a=ftp://x"},
+		{"--upstream", "a=http://x", "--upstream-timeout", "b=1m"},
+		{"--upstream", "a=http://x", "--upstream", "a=http://y"},
+		{"--upstream", "a=http://x", "--async-max-pending", "0"},
+	} {
+		var stderr bytes.Buffer
+		env := &Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &stderr, Getenv: func(string) string { return "" }}
+		all := append([]string{"serve", "--database", "sqlite:" + filepath.Join(t.TempDir(), "jobd.db"), "--listen", "127.0.0.1:0"}, args...)
+		if code := Main(context.Background(), all, env); code != 2 {
+			t.Errorf("serve %v: exit %d, want 2 (%s)", args, code, stderr.String())
+		}
+	}
+}

@@ -1,0 +1,24 @@
+-- Retention of one queue: deletes finished jobs of queue $1 whose
+-- finished_at is before $2, at most $3 of them, with their journal. Like
+-- prune.sql they are found through the index on (updated_at, id), since a
+-- finished job's updated_at is its finished_at; the queue is a filter on
+-- the rows that index yields.
+WITH doomed AS (
+    SELECT id
+    FROM jobd_jobs
+    WHERE updated_at < $2
+      AND queue = $1
+      AND state IN ('succeeded', 'failed', 'canceled')
+      AND finished_at < $2
+    ORDER BY updated_at, id
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+),
+deleted AS (
+    DELETE FROM jobd_jobs j USING doomed WHERE j.id = doomed.id
+    RETURNING j.id
+),
+journal AS (
+    DELETE FROM jobd_job_events e USING deleted WHERE e.job_id = deleted.id
+)
+SELECT count(*) FROM deleted;
