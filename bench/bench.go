@@ -26,8 +26,12 @@ const Queue = "bench"
 
 const kind = "bench-noop"
 
-// Modes jobd bench knows.
+// Modes jobd bench runs for "all".
 var Modes = []string{"throughput", "continuous", "latency", "backlog"}
+
+// ModeSteady is run only when asked for by name: a long insert-and-work
+// run that prints table sizes each minute.
+const ModeSteady = "steady"
 
 // Config says what to measure.
 type Config struct {
@@ -56,8 +60,8 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) ([]Figure, error) 
 		progress = io.Discard
 	}
 	var all []Figure
-	for _, mode := range Modes {
-		if cfg.Mode != "all" && cfg.Mode != mode {
+	for _, mode := range append(Modes, ModeSteady) {
+		if cfg.Mode != mode && (cfg.Mode != "all" || mode == ModeSteady) {
 			continue
 		}
 		if err := purge(ctx, cfg.Store); err != nil {
@@ -101,7 +105,7 @@ func withDefaults(cfg Config) Config {
 
 // ValidMode reports whether mode is one of Modes or "all".
 func ValidMode(mode string) bool {
-	if mode == "all" {
+	if mode == "all" || mode == ModeSteady {
 		return true
 	}
 	for _, m := range Modes {
@@ -122,6 +126,8 @@ func runMode(ctx context.Context, cfg Config, mode string, w io.Writer) ([]Figur
 		return latency(ctx, cfg, w)
 	case "backlog":
 		return backlog(ctx, cfg, w)
+	case ModeSteady:
+		return steady(ctx, cfg, w)
 	}
 	return nil, fmt.Errorf("unknown mode %q", mode)
 }
@@ -145,6 +151,8 @@ func startWorker(ctx context.Context, cfg Config, onStart func(args json.RawMess
 		Queues: []engine.QueueConfig{{Queue: Queue, Concurrency: cfg.Concurrency}},
 		Logger: cfg.Logger,
 		Node:   "bench",
+		// The bench never prunes other queues' jobs: it prunes its own.
+		Retention: 100 * 365 * 24 * time.Hour,
 	})
 	if err != nil {
 		return nil, err
@@ -243,6 +251,15 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	}
 	i := int(p * float64(len(sorted)-1))
 	return sorted[i]
+}
+
+func sortedKeys(m map[string]int64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func sortDurations(d []time.Duration) {

@@ -53,36 +53,13 @@ func continuous(ctx context.Context, cfg Config, w io.Writer) ([]Figure, error) 
 	}
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
-	// Keep a bounded backlog so inserting never runs far ahead of working.
-	var inserted atomic.Int64
-	var wg sync.WaitGroup
-	var insertErr error
-	var once sync.Once
-	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for runCtx.Err() == nil {
-				if inserted.Load()-wk.done.Load() > int64(4*cfg.Concurrency+2000) {
-					time.Sleep(time.Millisecond)
-					continue
-				}
-				if _, err := cfg.Store.JobInsertMany(runCtx, noopParams(200)); err != nil {
-					if runCtx.Err() == nil {
-						once.Do(func() { insertErr = err })
-					}
-					return
-				}
-				inserted.Add(200)
-			}
-		}()
-	}
+	wait := insertLoop(runCtx, cfg, wk)
 	start := time.Now()
 	startDone := wk.done.Load()
 	<-runCtx.Done()
 	worked := wk.done.Load() - startDone
 	took := time.Since(start)
-	wg.Wait()
+	insertErr := wait()
 	if err := wk.close(); err != nil {
 		return nil, err
 	}
@@ -90,6 +67,38 @@ func continuous(ctx context.Context, cfg Config, w io.Writer) ([]Figure, error) 
 		return nil, insertErr
 	}
 	return []Figure{report(w, Figure{"continuous.work", float64(worked) / took.Seconds(), "jobs/s"})}, nil
+}
+
+// insertLoop inserts batches of no-op jobs until ctx ends, keeping the
+// backlog bounded so that inserting never runs far ahead of working. The
+// returned function waits for the inserters and returns their error.
+func insertLoop(ctx context.Context, cfg Config, wk *worker) (wait func() error) {
+	const batch = 200
+	var inserted atomic.Int64
+	var wg sync.WaitGroup
+	var insertErr error
+	var once sync.Once
+	for range 2 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				if inserted.Load()-wk.done.Load() > int64(4*cfg.Concurrency+2000) {
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				if _, err := cfg.Store.JobInsertMany(ctx, noopParams(batch)); err != nil {
+					if ctx.Err() == nil {
+						once.Do(func() { insertErr = err })
+					}
+					return
+				}
+				inserted.Add(batch)
+			}
+		})
+	}
+	return func() error {
+		wg.Wait()
+		return insertErr
+	}
 }
 
 // latency inserts single jobs at a steady rate while idle workers wait,
