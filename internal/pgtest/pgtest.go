@@ -23,6 +23,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -147,12 +148,19 @@ func startCluster() (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "jobd-pgtest-")
+	asUser := ""
+	if os.Geteuid() == 0 {
+		asUser = "postgres" // initdb and postgres refuse to run as root
+	}
+	removeOrphans(bin, asUser)
+	// The directory names this process, so that a later run can tell a
+	// cluster whose test process was killed (and never stopped it).
+	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", dirPrefix, os.Getpid()))
 	if err != nil {
 		return nil, err
 	}
 	c := &cluster{dir: dir, bin: bin}
-	if os.Geteuid() == 0 {
+	if asUser != "" {
 		// initdb and postgres refuse to run as root.
 		u, err := user.Lookup("postgres")
 		if err != nil {
@@ -184,6 +192,29 @@ func startCluster() (*cluster, error) {
 	}
 	c.url = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 	return c, nil
+}
+
+// dirPrefix starts the name of every throwaway cluster's directory.
+const dirPrefix = "jobd-pgtest-"
+
+// removeOrphans stops and deletes the clusters left behind by test
+// processes that died without stopping them (a timeout, a SIGKILL).
+func removeOrphans(bin, asUser string) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
+	for _, dir := range dirs {
+		pidText, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(dir), dirPrefix), "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid <= 0 || processAlive(pid) {
+			continue
+		}
+		c := &cluster{dir: dir, bin: bin, asUser: asUser}
+		c.stop()
+	}
+}
+
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 func (c *cluster) run(tool string, args ...string) ([]byte, error) {
