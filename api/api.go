@@ -62,6 +62,9 @@ type Job struct {
 	LockKey        string `json:"lock_key"`
 	PartitionKey   string `json:"partition_key"`
 	IdempotencyKey string `json:"idempotency_key"`
+	// Requires and Prefers are the job's capability rules; [] for none.
+	Requires []string `json:"requires"`
+	Prefers  []string `json:"prefers"`
 
 	Progress        Progress        `json:"progress"`
 	Checkpoint      json.RawMessage `json:"checkpoint"`
@@ -101,6 +104,12 @@ type SubmitRequest struct {
 	IdempotencyKey string   `json:"idempotency_key,omitempty"`
 	// Unique is "" or UniqueActive.
 	Unique string `json:"unique,omitempty"`
+	// Requires: only workers with all of these capabilities may claim the
+	// job. Prefers: for the server's prefer window after the job became
+	// available, a worker without all of these does not take it while an
+	// idle online worker with them exists. At most 32 short names each.
+	Requires []string `json:"requires,omitempty"`
+	Prefers  []string `json:"prefers,omitempty"`
 }
 
 // JobList is one page of GET /api/v1/jobs.
@@ -171,7 +180,9 @@ type KeyList struct {
 const (
 	ScopeSubmit = "submit" // POST /api/v1/jobs and /api/v1/jobs/trigger
 	ScopeRead   = "read"   // every GET
-	ScopeAdmin  = "admin"  // cancel, retry, queue pause/resume, keys
+	ScopeAdmin  = "admin"  // cancel, retry, queue pause/resume, keys, workers
+	// ScopeWorker is a remote worker's key's only scope (/api/v1/worker/).
+	ScopeWorker = "worker"
 )
 
 // Health is the answer of GET /health.

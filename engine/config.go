@@ -59,7 +59,23 @@ type Config struct {
 	// ShutdownTimeout is how long a shutdown waits for running handlers
 	// before it cancels them and releases their jobs. Default 30s.
 	ShutdownTimeout time.Duration
+	// Listen runs the store's Listen even when Queues is empty, for the
+	// subscribers of Subscribe (the HTTP API's long-polling claims).
+	Listen bool
+	// WorkerOfflineAfter is how long a remote worker may go without a
+	// heartbeat before the leader marks it offline; never within this long
+	// after the engine started. Default 5m (JOBD_WORKER_OFFLINE_AFTER).
+	WorkerOfflineAfter time.Duration
+	// PreferWindow is the claim's prefer window (store.ClaimParams).
+	// Default 60s.
+	PreferWindow time.Duration
 }
+
+// Defaults of the remote-worker settings.
+const (
+	DefaultWorkerOfflineAfter = 5 * time.Minute
+	DefaultPreferWindow       = 60 * time.Second
+)
 
 // WithDefaults returns c with its zero fields set to the defaults.
 func (c Config) WithDefaults() Config {
@@ -78,6 +94,8 @@ func (c Config) WithDefaults() Config {
 	setDefault(&c.ReaperInterval, DefaultReaperInterval)
 	setDefault(&c.Retention, DefaultRetention)
 	setDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	setDefault(&c.WorkerOfflineAfter, DefaultWorkerOfflineAfter)
+	setDefault(&c.PreferWindow, DefaultPreferWindow)
 	return c
 }
 
@@ -116,6 +134,8 @@ func (c Config) Validate() error {
 		{"ReaperInterval", c.ReaperInterval},
 		{"Retention", c.Retention},
 		{"ShutdownTimeout", c.ShutdownTimeout},
+		{"WorkerOfflineAfter", c.WorkerOfflineAfter},
+		{"PreferWindow", c.PreferWindow},
 	} {
 		if d.v < 0 {
 			return job.Invalid(d.name, "must not be negative, got %s", d.v)
@@ -131,6 +151,9 @@ type QueueConfig struct {
 	Concurrency int    `json:"concurrency"`
 	// Backoff is the retry-delay policy; zero is DefaultBackoff.
 	Backoff Backoff `json:"backoff"`
+	// Capabilities of this pool (see store.ClaimParams). Default none:
+	// the pool takes only jobs that require nothing.
+	Capabilities []string `json:"capabilities,omitempty"`
 }
 
 // MaxConcurrency bounds QueueConfig.Concurrency.
@@ -153,6 +176,9 @@ func (q QueueConfig) validate(i int) error {
 		return job.Invalid(field("concurrency"), "must be between 1 and %d, got %d", MaxConcurrency, q.Concurrency)
 	}
 	if err := q.Backoff.validate(field("backoff")); err != nil {
+		return err
+	}
+	if _, err := job.NormalizeCapabilities(field("capabilities"), q.Capabilities); err != nil {
 		return err
 	}
 	return nil

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func TestParseQueues(t *testing.T) {
 		t.Fatalf("got %d queues, want %d", len(qs), len(want))
 	}
 	for i := range want {
-		if qs[i] != want[i] {
+		if !reflect.DeepEqual(qs[i], want[i]) {
 			t.Errorf("queue %d = %+v, want %+v", i, qs[i], want[i])
 		}
 	}

@@ -57,6 +57,9 @@ func (e *Engine) duties(ctx context.Context) {
 		}
 		if leading {
 			err = e.rescue(ctx)
+			if err == nil {
+				err = e.markOffline(ctx)
+			}
 			if err == nil && (lastPrune.IsZero() || e.clock.Now().Sub(lastPrune) >= pruneInterval) {
 				if err = e.prune(ctx); err == nil {
 					lastPrune = e.clock.Now()
@@ -112,4 +115,23 @@ func (e *Engine) prune(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// markOffline marks offline the remote workers without a heartbeat for
+// WorkerOfflineAfter, unless this engine started less than that long ago:
+// a restarted server (or a new leader) gives workers that long to reach
+// it first. Their jobs return to the queue only when their leases expire
+// (rescue).
+func (e *Engine) markOffline(ctx context.Context) error {
+	now := e.clock.Now()
+	if now.Sub(e.startedAt) < e.cfg.WorkerOfflineAfter {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	n, err := e.store.WorkerMarkOffline(cctx, now.Add(-e.cfg.WorkerOfflineAfter))
+	if n > 0 {
+		e.log.Info("engine: marked remote workers offline", "workers", n)
+	}
+	return err
 }

@@ -12,6 +12,7 @@ import (
 	"jobd/clock"
 	"jobd/job"
 	"jobd/store"
+	"jobd/store/wakeup"
 )
 
 // hardStopGrace is how long a shutdown waits, after cancelling the
@@ -55,6 +56,18 @@ type Engine struct {
 
 	started atomic.Bool
 	led     atomic.Bool // this node was the maintenance leader at some point
+	// hub fans the store's wake-ups out to Subscribe's subscribers.
+	hub wakeup.Hub
+	// startedAt is when New ran: the offline sweep's grace period starts.
+	startedAt time.Time
+}
+
+// Subscribe calls fn with a queue name each time the store says jobs may
+// have become available in it ("" for any queue), until unsubscribe is
+// called. It shares the engine's one Listen (run when the engine has
+// pools or Config.Listen is set). fn must not block.
+func (e *Engine) Subscribe(fn func(queue string)) (unsubscribe func()) {
+	return e.hub.Subscribe(fn)
 }
 
 // New checks cfg, fills its defaults and returns an engine ready for
@@ -76,8 +89,10 @@ func New(cfg Config) (*Engine, error) {
 		renewKick: make(chan struct{}, 1),
 	}
 	e.fin = &finisher{e: e, kick: make(chan struct{}, 1)}
+	e.startedAt = e.clock.Now()
 	for _, q := range cfg.Queues {
-		e.producers[q.Queue] = &producer{e: e, cfg: q, wake: make(chan struct{}, 1)}
+		caps, _ := job.NormalizeCapabilities("capabilities", q.Capabilities) // validated above
+		e.producers[q.Queue] = &producer{e: e, cfg: q, caps: caps, wake: make(chan struct{}, 1)}
 	}
 	return e, nil
 }
@@ -131,7 +146,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	hb.Go(func() { e.heartbeats(workCtx, hbStop) })
 
 	var loops sync.WaitGroup
-	if len(e.producers) > 0 {
+	if len(e.producers) > 0 || e.cfg.Listen {
 		loops.Go(func() { e.listen(ctx) })
 	}
 	for _, p := range e.producers {
@@ -193,6 +208,7 @@ func (e *Engine) listen(ctx context.Context) {
 
 // wakeQueue wakes the producer of queue, or every producer for "".
 func (e *Engine) wakeQueue(queue string) {
+	e.hub.Send(queue)
 	if queue == "" {
 		for _, p := range e.producers {
 			p.kick()

@@ -25,6 +25,7 @@ func (p *producer) minBatch() int {
 type producer struct {
 	e      *Engine
 	cfg    QueueConfig
+	caps   []string // cfg.Capabilities, normalised
 	active atomic.Int64
 	// wake receives (without blocking) when the queue may have jobs or a
 	// slot was freed.
@@ -69,7 +70,8 @@ func (p *producer) claim(ctx, workCtx, jobBase context.Context, h *health) {
 			return // a finishing job wakes us
 		}
 		cctx, cancel := context.WithTimeout(workCtx, callTimeout)
-		jobs, err := p.e.store.JobClaim(cctx, store.ClaimParams{Queue: p.cfg.Queue, Max: n, Owner: p.e.cfg.Node})
+		jobs, err := p.e.store.JobClaim(cctx, store.ClaimParams{Queue: p.cfg.Queue, Max: n, Owner: p.e.cfg.Node,
+			Capabilities: p.caps, PreferWindow: p.e.cfg.PreferWindow})
 		cancel()
 		if err != nil {
 			if workCtx.Err() != nil {

@@ -24,6 +24,9 @@ const (
 	scopeSubmit scope = api.ScopeSubmit
 	scopeRead   scope = api.ScopeRead
 	scopeAdmin  scope = api.ScopeAdmin
+	// scopeWorker is held by remote workers' keys only, which carry no
+	// other scope; the worker routes check the key's worker (workerOf).
+	scopeWorker scope = api.ScopeWorker
 )
 
 // scopes is the table of scopes a key may be given. Adding one (the

@@ -24,6 +24,8 @@ func toAPIJob(j *job.Job) api.Job {
 		LockKey:         j.LockKey,
 		PartitionKey:    j.PartitionKey,
 		IdempotencyKey:  j.IdempotencyKey,
+		Requires:        orEmpty(j.Requires),
+		Prefers:         orEmpty(j.Prefers),
 		Progress:        toAPIProgress(j.Progress),
 		Checkpoint:      j.Checkpoint,
 		Result:          j.Result,
@@ -69,4 +71,11 @@ func utc(t *time.Time) *time.Time {
 	}
 	u := t.UTC()
 	return &u
+}
+
+func orEmpty(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
 }

@@ -33,6 +33,8 @@ type submitBody struct {
 	PartitionKey   string          `json:"partition_key"`
 	IdempotencyKey string          `json:"idempotency_key"`
 	Unique         string          `json:"unique"`
+	Requires       []string        `json:"requires"`
+	Prefers        []string        `json:"prefers"`
 }
 
 func (b *submitBody) params() (job.InsertParams, error) {
@@ -40,6 +42,7 @@ func (b *submitBody) params() (job.InsertParams, error) {
 		Queue: b.Queue, Kind: b.Kind, Args: b.Args, Priority: b.Priority,
 		MaxAttempts: b.MaxAttempts, LockKey: b.LockKey, PartitionKey: b.PartitionKey,
 		IdempotencyKey: b.IdempotencyKey, Unique: b.Unique,
+		Requires: b.Requires, Prefers: b.Prefers,
 	}
 	if b.RunAt != nil {
 		t, err := parseTime("run_at", *b.RunAt)

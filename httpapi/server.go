@@ -48,6 +48,17 @@ type Config struct {
 	// PollInterval is how often a long-poll or a stream re-reads its job;
 	// default 200ms.
 	PollInterval time.Duration
+	// Wakeups subscribes to "jobs may be available in queue" signals (""
+	// for any queue), for the long-polling worker claim; nil makes a claim
+	// with a wait re-try only when its wait ends. jobd serve passes the
+	// engine's Subscribe, which shares the engine's one Listen.
+	Wakeups func(fn func(queue string)) (unsubscribe func())
+	// PreferWindow is the remote workers' claims' prefer window (see
+	// store.ClaimParams); default 60s.
+	PreferWindow time.Duration
+	// WorkerRetryDelay is how long a job a remote worker failed as
+	// retryable waits before its next attempt; default 10s, negative 0.
+	WorkerRetryDelay time.Duration
 	// Async serves the async gateway's result routes (/api/v1/async/...)
 	// once this API has checked their scope; it sees the request as it
 	// came. Nil answers them 404.
@@ -66,6 +77,14 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PollInterval == 0 {
 		c.PollInterval = DefaultPollInterval
+	}
+	if c.PreferWindow == 0 {
+		c.PreferWindow = DefaultPreferWindow
+	}
+	if c.WorkerRetryDelay == 0 {
+		c.WorkerRetryDelay = DefaultWorkerRetryDelay
+	} else if c.WorkerRetryDelay < 0 {
+		c.WorkerRetryDelay = 0
 	}
 	return c
 }
@@ -149,6 +168,19 @@ func (s *server) routes() []route {
 		{"POST", "/api/v1/queues/{name}/pause", scopeAdmin, s.pauseQueue},
 		{"POST", "/api/v1/queues/{name}/resume", scopeAdmin, s.resumeQueue},
 
+		{"POST", "/api/v1/workers", scopeAdmin, s.createWorker},
+		{"GET", "/api/v1/workers", scopeAdmin, s.listWorkers},
+		{"POST", "/api/v1/workers/{id}/disable", scopeAdmin, s.disableWorker},
+		{"POST", "/api/v1/workers/{id}/enable", scopeAdmin, s.enableWorker},
+		{"DELETE", "/api/v1/workers/{id}", scopeAdmin, s.deleteWorker},
+
+		{"POST", "/api/v1/worker/heartbeat", scopeWorker, s.workerHeartbeat},
+		{"POST", "/api/v1/worker/claim", scopeWorker, s.workerClaim},
+		{"POST", "/api/v1/worker/jobs/{id}/progress", scopeWorker, s.workerProgress},
+		{"POST", "/api/v1/worker/jobs/{id}/checkpoint", scopeWorker, s.workerCheckpoint},
+		{"POST", "/api/v1/worker/jobs/{id}/complete", scopeWorker, s.workerComplete},
+		{"POST", "/api/v1/worker/jobs/{id}/fail", scopeWorker, s.workerFail},
+
 		{"POST", "/api/v1/keys", scopeAdmin, s.createKey},
 		{"GET", "/api/v1/keys", scopeAdmin, s.listKeys},
 		{"DELETE", "/api/v1/keys/{id}", scopeAdmin, s.revokeKey},
@@ -208,7 +240,14 @@ func (a *Authorizer) Authorize(r *http.Request, need string) error {
 // handler and answers its error as a problem.
 func (s *server) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if rt.scope != "" {
+		if rt.scope == scopeWorker {
+			// A worker route acts as one worker: its key names it.
+			var err error
+			if r, err = s.auth.workerOf(r); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+		} else if rt.scope != "" {
 			if err := s.auth.authorize(r, rt.scope); err != nil {
 				s.writeError(w, r, err)
 				return

@@ -43,6 +43,12 @@ type InsertParams struct {
 	PartitionKey   string
 	IdempotencyKey string
 	Unique         string // UniqueNone or UniqueActive
+	// Requires lists the capabilities a claimer must have all of; Prefers
+	// those a claimer should have, which others may do without once the
+	// job's prefer window has passed. Both are normalised (sorted, no
+	// duplicates, nil when empty); see NormalizeCapabilities.
+	Requires []string
+	Prefers  []string
 }
 
 // Normalize validates p, fills its defaults in place and, for
@@ -99,6 +105,12 @@ func (p *InsertParams) Normalize(maxArgs int) (argsHash string, err error) {
 		if len(v) > 255 || !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
 			return "", Invalid(field, "must be valid UTF-8 of at most 255 bytes, without NUL")
 		}
+	}
+	if p.Requires, err = NormalizeCapabilities("requires", p.Requires); err != nil {
+		return "", err
+	}
+	if p.Prefers, err = NormalizeCapabilities("prefers", p.Prefers); err != nil {
+		return "", err
 	}
 	switch p.Unique {
 	case UniqueNone:

@@ -86,6 +86,11 @@ type Job struct {
 	// when the job was submitted with active-duplicate dedupe.
 	ArgsHash string
 
+	// Requires and Prefers are the job's capability rules (see
+	// InsertParams); nil when it has none.
+	Requires []string
+	Prefers  []string
+
 	CancelRequested bool
 	Progress        Progress
 	Checkpoint      json.RawMessage

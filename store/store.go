@@ -152,6 +152,34 @@ type Store interface {
 	// KeyRevoke deletes a key; job.ErrNotFound when there is none.
 	KeyRevoke(ctx context.Context, id string) error
 
+	// WorkerCreate stores a remote worker (status idle, never heard from)
+	// and its API key, whose WorkerID must be the worker's id, in one
+	// transaction. job.ErrDuplicate when the id or the key's prefix is taken.
+	WorkerCreate(ctx context.Context, w Worker, key APIKey) error
+	// WorkerGet returns one worker, or job.ErrNotFound.
+	WorkerGet(ctx context.Context, id string) (*Worker, error)
+	// WorkerList returns every worker, oldest first, with RunningJobs.
+	WorkerList(ctx context.Context) ([]Worker, error)
+	// WorkerSetDisabled disables or enables a worker and returns it;
+	// job.ErrNotFound when there is none.
+	WorkerSetDisabled(ctx context.Context, id string, disabled bool) (*Worker, error)
+	// WorkerDelete deletes a worker and revokes its API keys, in one
+	// transaction; job.ErrNotFound when there is none. Jobs it holds keep
+	// their leases until those expire.
+	WorkerDelete(ctx context.Context, id string) error
+	// WorkerSeen records a sign of life of a worker (a heartbeat or a
+	// claim): last_heartbeat_at becomes now and status becomes status, or,
+	// when status is "", stays as it is unless it was offline (then it
+	// becomes active). jobs_done and jobs_failed grow by done and failed.
+	// job.ErrNotFound when there is no such worker.
+	WorkerSeen(ctx context.Context, id string, status WorkerStatus, done, failed int) error
+	// WorkerMarkOffline marks offline every worker not offline yet whose
+	// last heartbeat (or creation, if it never beat) is at or before
+	// cutoff, each by an update conditional on that, so that a heartbeat
+	// committed first wins and one committed after brings the worker back.
+	// It returns how many it marked.
+	WorkerMarkOffline(ctx context.Context, cutoff time.Time) (int, error)
+
 	// Wake tells the workers of queues, on every node sharing the database,
 	// that jobs may be available.
 	Wake(ctx context.Context, queues ...string) error
@@ -177,6 +205,19 @@ type ClaimParams struct {
 	Max   int
 	// Owner names the claimer (a node, or a remote worker) in lease_owner.
 	Owner string
+	// Capabilities are the claimer's (normalised: see
+	// job.NormalizeCapabilities). A job is taken only when its requires
+	// are all among them; a job whose prefers are not all among them only
+	// when its prefer window has passed (now >= run_at + PreferWindow) or
+	// no worker other than WorkerID that is online (not offline), enabled,
+	// not busy (status idle or active) and has all its prefers exists.
+	// Jobs without requires and prefers cost the claim nothing more.
+	Capabilities []string
+	// WorkerID is the remote worker that claims, if one does.
+	WorkerID string
+	// PreferWindow: see Capabilities. Zero means no window: a job's
+	// prefers never hold it back.
+	PreferWindow time.Duration
 }
 
 // Lease identifies a claim: the job and the token its claim issued.
@@ -292,4 +333,6 @@ type APIKey struct {
 	Hash      []byte
 	Scopes    []string
 	CreatedAt time.Time
+	// WorkerID is the remote worker the key belongs to, if any.
+	WorkerID string
 }

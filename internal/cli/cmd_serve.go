@@ -35,6 +35,7 @@ type serveFlags struct {
 	logLevel, logFormat                          string
 	shutdownTimeout, retention                   time.Duration
 	heartbeat, poll, reaper, progress            time.Duration
+	workerOffline, preferWindow, workerRetry     time.Duration
 	maxBody, maxArgs                             int
 
 	// The async gateway's.
@@ -72,6 +73,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.progress, "progress-interval", d.ProgressInterval, "minimum gap between progress writes of one job")
 	fs.IntVar(&f.maxBody, "max-body", 1<<20, "request body limit in bytes")
 	fs.IntVar(&f.maxArgs, "max-args", 1<<20, "job args limit in bytes")
+	fs.DurationVar(&f.workerOffline, "worker-offline-after", d.WorkerOfflineAfter, "remote workers without a heartbeat this long are marked offline (env JOBD_WORKER_OFFLINE_AFTER)")
+	fs.DurationVar(&f.preferWindow, "prefer-window", d.PreferWindow, "how long a job's prefers hold it back from workers without them")
+	fs.DurationVar(&f.workerRetry, "worker-retry-delay", httpapi.DefaultWorkerRetryDelay, "delay before retrying a job a remote worker failed as retryable")
 
 	fs.Var(&f.upstreams, "upstream", "async gateway: serve /gw/NAME/ in front of URL, as NAME=URL (repeatable; env JOBD_UPSTREAMS=name=url,...)")
 	fs.Var(&f.upstreamTimeouts, "upstream-timeout", "async gateway: timeout of each upstream call, DURATION for all or NAME=DURATION (repeatable; default 1h)")
@@ -132,6 +136,8 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		Store: st, Queues: queues, Node: f.node, Logger: logger,
 		HeartbeatInterval: f.heartbeat, PollInterval: f.poll, ReaperInterval: f.reaper,
 		ProgressInterval: f.progress, Retention: f.retention, ShutdownTimeout: f.shutdownTimeout,
+		// The remote workers' long-polling claims share the engine's Listen.
+		Listen: true, WorkerOfflineAfter: f.workerOffline, PreferWindow: f.preferWindow,
 	})
 	if err != nil {
 		return usageError("%v", err)
@@ -140,6 +146,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	apiCfg := httpapi.Config{
 		Store: st, Logger: logger, Version: Version, AdminSecret: f.adminSecret,
 		MaxBodyBytes: int64(f.maxBody), MaxArgsBytes: f.maxArgs,
+		Wakeups: eng.Subscribe, PreferWindow: f.preferWindow, WorkerRetryDelay: f.workerRetry,
 	}
 	var gw *gateway.Gateway
 	if len(upstreams) > 0 {

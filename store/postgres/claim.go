@@ -21,8 +21,13 @@ func (s *Store) JobClaim(ctx context.Context, params store.ClaimParams) ([]*job.
 	if params.Max <= 0 {
 		return nil, nil
 	}
+	caps := params.Capabilities
+	if caps == nil {
+		caps = []string{}
+	}
 	for try := 0; ; try++ {
-		rows, err := s.pool.Query(ctx, claimSQL, s.now(), params.Queue, params.Max, params.Owner)
+		rows, err := s.pool.Query(ctx, claimSQL, s.now(), params.Queue, params.Max, params.Owner,
+			caps, nullText(params.WorkerID), params.PreferWindow)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: claim from %q: %w", params.Queue, err)
 		}

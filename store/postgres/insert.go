@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -95,6 +96,7 @@ type insertBatch struct {
 	runAts                                       []*time.Time
 	leaseTTLs                                    []time.Duration
 	lockKeys, partitionKeys, idemKeys, argHashes []string
+	requires, prefers                            []*string // array literals; nil for none
 }
 
 func (b *insertBatch) add(p *job.InsertParams, argsHash string) error {
@@ -114,7 +116,20 @@ func (b *insertBatch) add(p *job.InsertParams, argsHash string) error {
 	b.partitionKeys = append(b.partitionKeys, p.PartitionKey)
 	b.idemKeys = append(b.idemKeys, p.IdempotencyKey)
 	b.argHashes = append(b.argHashes, argsHash)
+	b.requires = append(b.requires, arrayLiteral(p.Requires))
+	b.prefers = append(b.prefers, arrayLiteral(p.Prefers))
 	return nil
+}
+
+// arrayLiteral is a capability list as a PostgreSQL array literal, nil
+// when empty. Capability names are tokens (job.NormalizeCapabilities)
+// that need no quoting.
+func arrayLiteral(names []string) *string {
+	if len(names) == 0 {
+		return nil
+	}
+	s := "{" + strings.Join(names, ",") + "}"
+	return &s
 }
 
 // insert is the body JobInsertMany and JobInsertTx share: it inserts the
@@ -148,7 +163,8 @@ func (s *Store) insertRound(ctx context.Context, q querier, batch normalized, pe
 		}
 	}
 	rows, err := q.Query(ctx, insertSQL, s.now(), b.ids, b.queues, b.kinds, b.args, b.priorities,
-		b.runAts, b.maxAttempts, b.leaseTTLs, b.lockKeys, b.partitionKeys, b.idemKeys, b.argHashes)
+		b.runAts, b.maxAttempts, b.leaseTTLs, b.lockKeys, b.partitionKeys, b.idemKeys, b.argHashes,
+		b.requires, b.prefers)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: insert jobs: %w", err)
 	}

@@ -16,7 +16,7 @@ func (s *Store) KeyCreate(ctx context.Context, key store.APIKey) error {
 	if scopes == nil {
 		scopes = []string{}
 	}
-	_, err := s.pool.Exec(ctx, keyCreateSQL, s.now(), key.ID, key.Name, key.Prefix, key.Hash, scopes, timePtr(key.CreatedAt))
+	_, err := s.pool.Exec(ctx, keyCreateSQL, s.now(), key.ID, key.Name, key.Prefix, key.Hash, scopes, timePtr(key.CreatedAt), nullText(key.WorkerID))
 	if err != nil {
 		return fmt.Errorf("postgres: create api key %q: %w", key.ID, err)
 	}
@@ -64,7 +64,7 @@ func (s *Store) KeyRevoke(ctx context.Context, id string) error {
 
 func scanKey(row pgx.CollectableRow) (store.APIKey, error) {
 	var k store.APIKey
-	err := row.Scan(&k.ID, &k.Name, &k.Prefix, &k.Hash, &k.Scopes, &k.CreatedAt)
+	err := row.Scan(&k.ID, &k.Name, &k.Prefix, &k.Hash, &k.Scopes, &k.CreatedAt, &k.WorkerID)
 	if len(k.Scopes) == 0 {
 		k.Scopes = nil
 	}

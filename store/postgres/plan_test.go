@@ -86,7 +86,7 @@ func checkPlans(t *testing.T, conn *pgx.Conn, big bool) {
 		// may read a table that is empty whole.
 		anyPlanWhenEmpty bool
 	}{
-		{"claim", claimSQL, []string{"NULL", "'q1'", fmt.Sprint(batch), "'me'"}, "jobd_jobs_claim", false},
+		{"claim", claimSQL, []string{"NULL", "'q1'", fmt.Sprint(batch), "'me'", "'{}'", "NULL", "'0s'"}, "jobd_jobs_claim", false},
 		{"finish_succeeded", finishSucceededSQL, []string{"NULL", arr(ids), arr(tokens), arr(nulls)}, "jobd_jobs_pkey", true},
 		{"finish", finishSQL, []string{"NULL", arr(ids), arr(tokens), arr(statuses), arr(nulls), arr(strs), arr(falses), arr(zeros)}, "jobd_jobs_pkey", true},
 		{"heartbeat", heartbeatSQL, []string{"NULL", arr(ids), arr(tokens), "'me'"}, "jobd_jobs_pkey", true},

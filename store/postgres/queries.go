@@ -77,4 +77,18 @@ var (
 	retrySQL string
 	//go:embed sql/wake.sql
 	wakeSQL string
+	//go:embed sql/worker_create.sql
+	workerCreateSQL string
+	//go:embed sql/worker_delete.sql
+	workerDeleteSQL string
+	//go:embed sql/worker_get.sql
+	workerGetSQL string
+	//go:embed sql/worker_list.sql
+	workerListSQL string
+	//go:embed sql/worker_mark_offline.sql
+	workerMarkOfflineSQL string
+	//go:embed sql/worker_seen.sql
+	workerSeenSQL string
+	//go:embed sql/worker_set_disabled.sql
+	workerSetDisabledSQL string
 )

@@ -18,7 +18,8 @@ import (
 //	id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
 //	lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
 //	idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
-//	last_error, created_at, started_at, finished_at, updated_at
+//	last_error, created_at, started_at, finished_at, updated_at,
+//	requires, prefers
 type jobRow struct {
 	j                                                    job.Job
 	state                                                string
@@ -36,6 +37,7 @@ func (r *jobRow) dest() []any {
 		&r.leaseToken, &r.leaseOwner, &j.LeaseExpiresAt, &j.HeartbeatAt, &r.lockKey, &r.partitionKey,
 		&r.idemKey, &r.argsHash, &j.CancelRequested, &r.progress, &r.checkpoint, &r.result,
 		&r.lastError, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.UpdatedAt,
+		&j.Requires, &j.Prefers,
 	}
 }
 

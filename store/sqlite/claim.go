@@ -24,7 +24,7 @@ func (s *Store) JobClaim(ctx context.Context, params store.ClaimParams) ([]*job.
 	}
 	var jobs []*job.Job
 	err := s.jobsTx(ctx, func(tx *jobWrite) error {
-		ids, err := claimCandidates(ctx, tx.Tx, params.Queue, params.Max, tx.now)
+		ids, err := claimCandidates(ctx, tx.Tx, params, tx.now)
 		if err != nil || len(ids) == 0 {
 			return err
 		}
@@ -78,11 +78,19 @@ func (s *Store) JobClaim(ctx context.Context, params store.ClaimParams) ([]*job.
 // claimCandidates returns the ids of up to limit jobs to claim, best first,
 // at most one per lock_key. It reads more candidates than limit so
 // that jobs sharing a lock_key do not starve the rest of the batch.
-func claimCandidates(ctx context.Context, tx *sql.Tx, queue string, limit int, now int64) ([]uuid.UUID, error) {
+func claimCandidates(ctx context.Context, tx *sql.Tx, params store.ClaimParams, now int64) ([]uuid.UUID, error) {
+	limit := params.Max
+	caps := listJSON(params.Capabilities)
+	if !caps.Valid {
+		caps = sql.NullString{String: "[]", Valid: true}
+	}
 	rows, err := tx.QueryContext(ctx, claimCandidatesSQL,
-		sql.Named("queue", queue),
+		sql.Named("queue", params.Queue),
 		sql.Named("now", now),
 		sql.Named("scan", 2*limit+100),
+		sql.Named("caps", caps.String),
+		sql.Named("worker", sql.NullString{String: params.WorkerID, Valid: params.WorkerID != ""}),
+		sql.Named("window", params.PreferWindow.Microseconds()),
 	)
 	if err != nil {
 		return nil, err

@@ -72,6 +72,8 @@ func (s *Store) JobInsertMany(ctx context.Context, params []job.InsertParams) ([
 				sql.Named("partition_key", r.p.PartitionKey),
 				sql.Named("idempotency_key", r.p.IdempotencyKey),
 				sql.Named("args_hash", r.hash),
+				sql.Named("requires", listJSON(r.p.Requires)),
+				sql.Named("prefers", listJSON(r.p.Prefers)),
 				sql.Named("now", tx.now),
 				sql.Named("stamp", tx.stamp),
 			))

@@ -40,6 +40,7 @@ func (s *Store) KeyCreate(ctx context.Context, key store.APIKey) error {
 			sql.Named("hash", key.Hash),
 			sql.Named("scopes", string(scopesJSON)),
 			sql.Named("created_at", created),
+			sql.Named("worker_id", key.WorkerID),
 		)
 		return err
 	})
@@ -109,7 +110,7 @@ func scanKey(sc scanner) (*store.APIKey, error) {
 		scopes  string
 		created int64
 	)
-	if err := sc.Scan(&k.ID, &k.Name, &k.Prefix, &k.Hash, &scopes, &created); err != nil {
+	if err := sc.Scan(&k.ID, &k.Name, &k.Prefix, &k.Hash, &scopes, &created, &k.WorkerID); err != nil {
 		return nil, notFound(err)
 	}
 	if err := json.Unmarshal([]byte(scopes), &k.Scopes); err != nil {

@@ -17,6 +17,7 @@ func TestQueryPlans(t *testing.T) {
 		sql.Named("partition_key", ""), sql.Named("since", int64(0)),
 		sql.Named("after_at", int64(0)), sql.Named("after_id", ""),
 		sql.Named("batch", "[]"), sql.Named("owner", ""),
+		sql.Named("caps", "[]"), sql.Named("worker", nil), sql.Named("window", int64(0)),
 	}
 	for _, tc := range []struct {
 		name, query string

@@ -136,3 +136,27 @@ var rescueSQL string
 
 //go:embed sql/retry.sql
 var retrySQL string
+
+//go:embed sql/worker_create.sql
+var workerCreateSQL string
+
+//go:embed sql/worker_delete.sql
+var workerDeleteSQL string
+
+//go:embed sql/worker_delete_keys.sql
+var workerDeleteKeysSQL string
+
+//go:embed sql/worker_get.sql
+var workerGetSQL string
+
+//go:embed sql/worker_list.sql
+var workerListSQL string
+
+//go:embed sql/worker_mark_offline.sql
+var workerMarkOfflineSQL string
+
+//go:embed sql/worker_seen.sql
+var workerSeenSQL string
+
+//go:embed sql/worker_set_disabled.sql
+var workerSetDisabledSQL string

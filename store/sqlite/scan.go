@@ -22,6 +22,7 @@ var jobColumns = []string{
 	"lock_key", "partition_key", "idempotency_key", "args_hash",
 	"cancel_requested", "progress", "checkpoint", "result", "last_error",
 	"created_at", "started_at", "finished_at", "updated_at",
+	"requires", "prefers", // 002_workers
 }
 
 // scanner is *sql.Row or *sql.Rows.
@@ -39,7 +40,7 @@ func scanJob(sc scanner) (*job.Job, error) {
 		runAt, leaseTTL, createdAt, updatedAt  int64
 		token, owner, lockKey, partKey, idem   sql.NullString
 		argsHash, progress, checkpoint, result sql.NullString
-		lastError                              sql.NullString
+		lastError, requires, prefers           sql.NullString
 		expiresAt, heartbeatAt                 sql.NullInt64
 		startedAt, finishedAt                  sql.NullInt64
 		cancelRequested                        int64
@@ -51,6 +52,7 @@ func scanJob(sc scanner) (*job.Job, error) {
 		&lockKey, &partKey, &idem, &argsHash,
 		&cancelRequested, &progress, &checkpoint, &result, &lastError,
 		&createdAt, &startedAt, &finishedAt, &updatedAt,
+		&requires, &prefers,
 	)
 	if err != nil {
 		return nil, notFound(err)
@@ -87,7 +89,37 @@ func scanJob(sc scanner) (*job.Job, error) {
 	j.StartedAt = fromNullMicro(startedAt)
 	j.FinishedAt = fromNullMicro(finishedAt)
 	j.UpdatedAt = fromMicro(updatedAt)
+	if j.Requires, err = scanList(requires); err != nil {
+		return nil, fmt.Errorf("job %s: requires: %w", id, err)
+	}
+	if j.Prefers, err = scanList(prefers); err != nil {
+		return nil, fmt.Errorf("job %s: prefers: %w", id, err)
+	}
 	return &j, nil
+}
+
+// scanList reads a JSON array of strings; nil for NULL or empty.
+func scanList(v sql.NullString) ([]string, error) {
+	if !v.Valid {
+		return nil, nil
+	}
+	var l []string
+	if err := json.Unmarshal([]byte(v.String), &l); err != nil {
+		return nil, err
+	}
+	if len(l) == 0 {
+		return nil, nil
+	}
+	return l, nil
+}
+
+// listJSON writes a list as a JSON array; NULL when empty.
+func listJSON(l []string) sql.NullString {
+	if len(l) == 0 {
+		return sql.NullString{}
+	}
+	b, _ := json.Marshal(l) // strings always marshal
+	return sql.NullString{String: string(b), Valid: true}
 }
 
 // scanJobs reads every row of rows and closes it.

@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T, c clock.Clock) store.Store) {
 		{"Leader", leaderTests},
 		{"Wakeup", wakeupTests},
 		{"Key", keyTests},
+		{"Worker", workerTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

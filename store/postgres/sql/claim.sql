@@ -1,5 +1,7 @@
 -- Claims up to $3 available jobs of queue $2 for owner $4 (journaled as
--- the claim's detail); $1 now (NULL: the database's now()).
+-- the claim's detail); $1 now (NULL: the database's now()); $5 the
+-- claimer's capabilities, $6 its worker id (NULL for a node), $7 the
+-- prefer window.
 --
 -- The plan must not depend on the table's statistics (the statement is
 -- prepared once per connection and may run on a generic plan made when the
@@ -21,6 +23,21 @@ WITH candidate AS (
             WHERE r.lock_key = j.lock_key AND r.state = 'running'
             OFFSET 0))
       AND NOT EXISTS (SELECT 1 FROM jobd_queues q WHERE q.name = $2 AND q.paused)
+      -- Capability rules. A job without any (NULL, never '{}') pays two
+      -- IS NULL tests here and nothing else.
+      AND (j.requires IS NULL OR j.requires <@ $5::text[])
+      AND (j.prefers IS NULL
+           OR j.prefers <@ $5::text[]
+           OR j.run_at + $7::interval <= coalesce($1::timestamptz, now())
+           -- Starvation-free: a claimer without the preferred
+           -- capabilities waits only while someone else who has them is
+           -- online, enabled and has room.
+           OR NOT EXISTS (
+                SELECT 1 FROM jobd_workers w
+                WHERE w.status IN ('idle', 'active')
+                  AND NOT w.disabled
+                  AND w.capabilities @> j.prefers
+                  AND w.id IS DISTINCT FROM $6::text))
     ORDER BY priority, run_at, id
     LIMIT $3
     FOR UPDATE SKIP LOCKED
@@ -57,6 +74,7 @@ journal AS (
 SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
        idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
-       last_error, created_at, started_at, finished_at, updated_at
+       last_error, created_at, started_at, finished_at, updated_at,
+       requires, prefers
 FROM claimed
 ORDER BY priority, run_at, id;

@@ -27,13 +27,15 @@ SELECT true AS changed,
        id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
        idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
-       last_error, created_at, started_at, finished_at, updated_at
+       last_error, created_at, started_at, finished_at, updated_at,
+       requires, prefers
 FROM retried, woken
 UNION ALL
 SELECT false,
        id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
        idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
-       last_error, created_at, started_at, finished_at, updated_at
+       last_error, created_at, started_at, finished_at, updated_at,
+       requires, prefers
 FROM jobd_jobs
 WHERE id = $2 AND NOT EXISTS (SELECT 1 FROM retried);

@@ -2,6 +2,9 @@
 -- and with no running job holding their lock_key (the lock index answers
 -- that). Several candidates may share a lock_key; the caller keeps the
 -- first of each. The claim index serves both the filter and the order.
+-- Capability rules (:caps, the claimer's, a JSON array; :worker its
+-- worker id or NULL; :window the prefer window in µs): a job without any
+-- (requires and prefers NULL) pays two IS NULL tests.
 SELECT j.id, j.lock_key
 FROM jobd_jobs AS j
 WHERE j.state = 'queued'
@@ -12,5 +15,22 @@ WHERE j.state = 'queued'
   AND (j.lock_key IS NULL OR NOT EXISTS (
       SELECT 1 FROM jobd_jobs AS r
       WHERE r.state = 'running' AND r.lock_key = j.lock_key))
+  AND (j.requires IS NULL OR NOT EXISTS (
+      SELECT 1 FROM json_each(j.requires) AS c
+      WHERE c.value NOT IN (SELECT value FROM json_each(:caps))))
+  AND (j.prefers IS NULL
+       OR NOT EXISTS (
+          SELECT 1 FROM json_each(j.prefers) AS c
+          WHERE c.value NOT IN (SELECT value FROM json_each(:caps)))
+       OR j.run_at + :window <= :now
+       -- Nobody else who has them is online, enabled and has room.
+       OR NOT EXISTS (
+          SELECT 1 FROM jobd_workers AS w
+          WHERE w.status IN ('idle', 'active')
+            AND NOT w.disabled
+            AND w.id IS NOT :worker
+            AND NOT EXISTS (
+                SELECT 1 FROM json_each(j.prefers) AS c
+                WHERE c.value NOT IN (SELECT value FROM json_each(w.capabilities)))))
 ORDER BY j.priority, j.run_at, j.id
 LIMIT :scan

@@ -1,0 +1,134 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Worker statuses as GET /api/v1/workers shows them.
+const (
+	WorkerActive   = "active"   // running jobs, with room for more
+	WorkerIdle     = "idle"     // running nothing
+	WorkerBusy     = "busy"     // every slot taken
+	WorkerOffline  = "offline"  // no heartbeat for the offline period
+	WorkerDisabled = "disabled" // disabled by an operator
+)
+
+// WorkerRequest is the body of POST /api/v1/workers.
+type WorkerRequest struct {
+	Name         string          `json:"name"`
+	Capabilities []string        `json:"capabilities,omitempty"`
+	Metadata     json.RawMessage `json:"metadata,omitempty"`
+}
+
+// WorkerCreated is the answer of POST /api/v1/workers. APIKey (scope
+// worker) is shown only here.
+type WorkerCreated struct {
+	WorkerID string `json:"worker_id"`
+	APIKey   string `json:"api_key"`
+	Worker   Worker `json:"worker"`
+}
+
+// Worker is a remote worker of the registry.
+type Worker struct {
+	ID              string          `json:"id"`
+	Name            string          `json:"name"`
+	Status          string          `json:"status"`
+	Capabilities    []string        `json:"capabilities"`
+	Metadata        json.RawMessage `json:"metadata"`
+	LastHeartbeatAt *time.Time      `json:"last_heartbeat_at"`
+	CurrentJobs     int64           `json:"current_jobs"`
+	JobsDone        int64           `json:"jobs_done"`
+	JobsFailed      int64           `json:"jobs_failed"`
+	CreatedAt       time.Time       `json:"created_at"`
+}
+
+// WorkerList is the answer of GET /api/v1/workers.
+type WorkerList struct {
+	Workers []Worker `json:"workers"`
+}
+
+// Lease names a claim: the job and the token its claim issued.
+type Lease struct {
+	ID         uuid.UUID `json:"id"`
+	LeaseToken uuid.UUID `json:"lease_token"`
+}
+
+// HeartbeatRequest is the body of POST /api/v1/worker/heartbeat: the
+// worker's status (active, idle or busy) and the leases to extend.
+type HeartbeatRequest struct {
+	Status string  `json:"status"`
+	Leases []Lease `json:"leases,omitempty"`
+}
+
+// LeaseState is one lease's answer to a heartbeat.
+type LeaseState struct {
+	ID              uuid.UUID `json:"id"`
+	Held            bool      `json:"held"`
+	CancelRequested bool      `json:"cancel_requested"`
+}
+
+// HeartbeatResponse answers a heartbeat, one entry per lease, in order.
+type HeartbeatResponse struct {
+	Leases []LeaseState `json:"leases"`
+}
+
+// ClaimRequest is the body of POST /api/v1/worker/claim.
+type ClaimRequest struct {
+	Queues []string `json:"queues"`
+	// Max defaults to 1.
+	Max int `json:"max,omitempty"`
+	// Wait long-polls up to this long when no job is ready; default 0.
+	Wait Duration `json:"wait,omitempty"`
+}
+
+// ClaimedJob is a job a worker claimed: the job with its lease.
+type ClaimedJob struct {
+	Job
+	LeaseToken uuid.UUID `json:"lease_token"`
+}
+
+// ClaimResponse is the answer of a claim; Jobs is empty when none came.
+type ClaimResponse struct {
+	Jobs []ClaimedJob `json:"jobs"`
+}
+
+// ProgressRequest is the body of POST /api/v1/worker/jobs/{id}/progress.
+type ProgressRequest struct {
+	LeaseToken uuid.UUID       `json:"lease_token"`
+	Phase      string          `json:"phase,omitempty"`
+	Done       int64           `json:"done"`
+	Total      int64           `json:"total"`
+	Items      json.RawMessage `json:"items,omitempty"`
+}
+
+// ProgressResponse answers progress.
+type ProgressResponse struct {
+	CancelRequested bool `json:"cancel_requested"`
+}
+
+// CheckpointRequest is the body of POST /api/v1/worker/jobs/{id}/checkpoint.
+type CheckpointRequest struct {
+	LeaseToken uuid.UUID       `json:"lease_token"`
+	Checkpoint json.RawMessage `json:"checkpoint"`
+}
+
+// CompleteRequest is the body of POST /api/v1/worker/jobs/{id}/complete.
+type CompleteRequest struct {
+	LeaseToken uuid.UUID       `json:"lease_token"`
+	Result     json.RawMessage `json:"result,omitempty"`
+}
+
+// FailRequest is the body of POST /api/v1/worker/jobs/{id}/fail.
+type FailRequest struct {
+	LeaseToken uuid.UUID `json:"lease_token"`
+	Error      string    `json:"error"`
+	Retryable  bool      `json:"retryable"`
+}
+
+// FinishResponse answers complete and fail: the state the job reached.
+type FinishResponse struct {
+	State State `json:"state"`
+}

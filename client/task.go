@@ -1,0 +1,116 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"jobd/api"
+)
+
+// Task is one claimed job handed to a handler: its args decoded as A.
+type Task[A any] struct {
+	// Job is the job as claimed, with its attempt, checkpoint and lease.
+	Job  api.ClaimedJob
+	Args A
+
+	w *Worker
+}
+
+// SetProgress reports progress (and extends the lease). When the server
+// says cancel was requested, the task's context is cancelled.
+func (t *Task[A]) SetProgress(ctx context.Context, done, total int64, phase string) error {
+	cancel, err := t.w.c.ReportProgress(ctx, t.Job.ID, t.Job.LeaseToken, api.Progress{Phase: phase, Done: done, Total: total})
+	if err != nil {
+		t.w.lost(t.Job.ID, err)
+		return err
+	}
+	if cancel {
+		t.w.stop(t.Job.ID, ErrJobCanceled)
+	}
+	return nil
+}
+
+// SaveCheckpoint stores v, as JSON, as the job's checkpoint: a retry of
+// the job finds it with Checkpoint.
+func (t *Task[A]) SaveCheckpoint(ctx context.Context, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("jobd client: encode checkpoint: %w", err)
+	}
+	if err := t.w.c.SaveCheckpoint(ctx, t.Job.ID, t.Job.LeaseToken, b); err != nil {
+		t.w.lost(t.Job.ID, err)
+		return err
+	}
+	t.Job.Checkpoint = b
+	return nil
+}
+
+// Checkpoint decodes the job's last saved checkpoint into v and reports
+// whether there was one.
+func (t *Task[A]) Checkpoint(v any) (bool, error) {
+	raw := t.Job.Checkpoint
+	if len(raw) == 0 || string(raw) == "null" {
+		return false, nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return false, fmt.Errorf("jobd client: decode checkpoint: %w", err)
+	}
+	return true, nil
+}
+
+// Causes of a task context's cancellation (context.Cause).
+var (
+	// ErrJobCanceled: the job's cancel was requested.
+	ErrJobCanceled = errors.New("jobd: job canceled")
+	// ErrLeaseLost: the lease expired and the job may run elsewhere; the
+	// handler's outcome would be refused.
+	ErrLeaseLost = errors.New("jobd: lease lost")
+	// ErrShuttingDown: the worker stopped and its shutdown timeout passed.
+	ErrShuttingDown = errors.New("jobd: worker shutting down")
+)
+
+// permanent marks an error that must not be retried.
+type permanent struct{ err error }
+
+func (p permanent) Error() string { return p.err.Error() }
+func (p permanent) Unwrap() error { return p.err }
+
+// Permanent wraps err so that the job fails for good instead of being
+// retried.
+func Permanent(err error) error { return permanent{err} }
+
+// handler runs one claimed job and returns its result.
+type handler func(ctx context.Context, w *Worker, j api.ClaimedJob) (json.RawMessage, error)
+
+// Handle registers fn for jobs of kind: their args are decoded into A
+// (bad args fail the job for good), fn's result R is encoded as the job's
+// result. An error fails the job, retryably unless wrapped by Permanent.
+// Register every handler before Run.
+func Handle[A, R any](w *Worker, kind string, fn func(ctx context.Context, t *Task[A]) (R, error)) {
+	h := func(ctx context.Context, w *Worker, j api.ClaimedJob) (json.RawMessage, error) {
+		t := &Task[A]{Job: j, w: w}
+		if len(j.Args) > 0 {
+			if err := json.Unmarshal(j.Args, &t.Args); err != nil {
+				return nil, Permanent(fmt.Errorf("decode args: %w", err))
+			}
+		}
+		res, err := fn(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		b, err := json.Marshal(res)
+		if err != nil {
+			return nil, Permanent(fmt.Errorf("encode result: %w", err))
+		}
+		return b, nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if kind == "" {
+		w.fallback = h
+	} else {
+		w.handlers[kind] = h
+	}
+}

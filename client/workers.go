@@ -1,0 +1,118 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/google/uuid"
+
+	"jobd/api"
+)
+
+// CreateWorker registers a remote worker (admin scope). The answer's
+// APIKey, of scope worker, is shown only this once.
+func (c *Client) CreateWorker(ctx context.Context, req api.WorkerRequest) (*api.WorkerCreated, error) {
+	var out api.WorkerCreated
+	if _, _, err := c.do(ctx, http.MethodPost, "/api/v1/workers", nil, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Workers lists the remote workers (admin scope).
+func (c *Client) Workers(ctx context.Context) ([]api.Worker, error) {
+	var out api.WorkerList
+	if _, _, err := c.do(ctx, http.MethodGet, "/api/v1/workers", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Workers, nil
+}
+
+// DisableWorker disables a worker: its calls get 403, it claims nothing.
+func (c *Client) DisableWorker(ctx context.Context, id string) (*api.Worker, error) {
+	return c.workerAction(ctx, id, "disable")
+}
+
+// EnableWorker enables a disabled worker.
+func (c *Client) EnableWorker(ctx context.Context, id string) (*api.Worker, error) {
+	return c.workerAction(ctx, id, "enable")
+}
+
+func (c *Client) workerAction(ctx context.Context, id, action string) (*api.Worker, error) {
+	var out api.Worker
+	if _, _, err := c.do(ctx, http.MethodPost, "/api/v1/workers/"+url.PathEscape(id)+"/"+action, nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// DeleteWorker deletes a worker and revokes its keys.
+func (c *Client) DeleteWorker(ctx context.Context, id string) error {
+	_, _, err := c.do(ctx, http.MethodDelete, "/api/v1/workers/"+url.PathEscape(id), nil, nil, nil)
+	return err
+}
+
+// The worker protocol, for a client made with a worker's key. A call
+// whose lease token is no longer current fails with ErrConflict.
+
+// WorkerHeartbeat keeps the worker online (status "active", "idle" or
+// "busy") and extends the leases it holds, answering for each whether it
+// is still held and whether cancel was requested.
+func (c *Client) WorkerHeartbeat(ctx context.Context, status string, leases []api.Lease) ([]api.LeaseState, error) {
+	var out api.HeartbeatResponse
+	if _, _, err := c.do(ctx, http.MethodPost, "/api/v1/worker/heartbeat", nil, api.HeartbeatRequest{Status: status, Leases: leases}, &out); err != nil {
+		return nil, err
+	}
+	return out.Leases, nil
+}
+
+// Claim claims up to max jobs of queues that the worker can run, waiting
+// up to wait (at most a minute) for one to come; none is not an error.
+func (c *Client) Claim(ctx context.Context, queues []string, max int, wait time.Duration) ([]api.ClaimedJob, error) {
+	var out api.ClaimResponse
+	req := api.ClaimRequest{Queues: queues, Max: max, Wait: api.Duration(wait)}
+	if _, _, err := c.do(ctx, http.MethodPost, "/api/v1/worker/claim", nil, req, &out); err != nil {
+		return nil, err
+	}
+	return out.Jobs, nil
+}
+
+// ReportProgress stores a claimed job's progress and extends its lease;
+// it reports whether cancel was requested.
+func (c *Client) ReportProgress(ctx context.Context, id, token uuid.UUID, p api.Progress) (cancelRequested bool, err error) {
+	var out api.ProgressResponse
+	req := api.ProgressRequest{LeaseToken: token, Phase: p.Phase, Done: p.Done, Total: p.Total, Items: p.Items}
+	if _, _, err := c.do(ctx, http.MethodPost, workerJobPath(id, "progress"), nil, req, &out); err != nil {
+		return false, err
+	}
+	return out.CancelRequested, nil
+}
+
+// SaveCheckpoint stores a claimed job's checkpoint (kept across retries).
+func (c *Client) SaveCheckpoint(ctx context.Context, id, token uuid.UUID, checkpoint json.RawMessage) error {
+	_, _, err := c.do(ctx, http.MethodPost, workerJobPath(id, "checkpoint"), nil, api.CheckpointRequest{LeaseToken: token, Checkpoint: checkpoint}, nil)
+	return err
+}
+
+// Complete finishes a claimed job with its result and returns the state
+// it reached.
+func (c *Client) Complete(ctx context.Context, id, token uuid.UUID, result json.RawMessage) (api.State, error) {
+	var out api.FinishResponse
+	_, _, err := c.do(ctx, http.MethodPost, workerJobPath(id, "complete"), nil, api.CompleteRequest{LeaseToken: token, Result: result}, &out)
+	return out.State, err
+}
+
+// Fail fails a claimed job; a retryable failure with attempts left
+// queues it again. It returns the state the job reached.
+func (c *Client) Fail(ctx context.Context, id, token uuid.UUID, msg string, retryable bool) (api.State, error) {
+	var out api.FinishResponse
+	_, _, err := c.do(ctx, http.MethodPost, workerJobPath(id, "fail"), nil, api.FailRequest{LeaseToken: token, Error: msg, Retryable: retryable}, &out)
+	return out.State, err
+}
+
+func workerJobPath(id uuid.UUID, action string) string {
+	return "/api/v1/worker/jobs/" + id.String() + "/" + action
+}

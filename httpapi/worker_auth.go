@@ -1,0 +1,73 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"jobd/job"
+	"jobd/store"
+)
+
+// Defaults of the remote-worker settings of Config.
+const (
+	DefaultPreferWindow     = 60 * time.Second
+	DefaultWorkerRetryDelay = 10 * time.Second
+	// MaxClaimWait caps a claim's wait.
+	MaxClaimWait = 60 * time.Second
+)
+
+type workerKey struct{}
+
+// workerOf authenticates a worker route: the bearer credential must be a
+// worker's key (scope worker), and the worker must exist and be enabled
+// (403 otherwise). It returns r with the worker in its context. Worker
+// routes need a worker key even on an open server: the key says which
+// worker calls.
+func (a *authenticator) workerOf(r *http.Request) (*http.Request, error) {
+	cred, ok := bearer(r)
+	if !ok {
+		return r, errUnauthorized
+	}
+	prefix, ok := splitKey(cred)
+	if !ok {
+		if !a.open && subtle.ConstantTimeCompare(hashKey(cred), a.secretHash) == 1 {
+			return r, problemf(http.StatusForbidden, "", "the worker routes need a worker's API key (POST /api/v1/workers), not the admin secret")
+		}
+		return r, errUnauthorized
+	}
+	rec, err := a.store.KeyByPrefix(r.Context(), prefix)
+	if errors.Is(err, job.ErrNotFound) {
+		return r, errUnauthorized
+	}
+	if err != nil {
+		return r, fmt.Errorf("look up API key: %w", err)
+	}
+	if subtle.ConstantTimeCompare(hashKey(cred), rec.Hash) != 1 {
+		return r, errUnauthorized
+	}
+	if rec.WorkerID == "" || !slices.Contains(rec.Scopes, string(scopeWorker)) {
+		return r, problemf(http.StatusForbidden, "", "the worker routes need a worker's API key (POST /api/v1/workers)")
+	}
+	w, err := a.store.WorkerGet(r.Context(), rec.WorkerID)
+	if errors.Is(err, job.ErrNotFound) {
+		return r, errUnauthorized // deleted with its keys a moment ago
+	}
+	if err != nil {
+		return r, fmt.Errorf("look up worker: %w", err)
+	}
+	if w.Disabled {
+		return r, problemf(http.StatusForbidden, "", "worker %s is disabled", w.ID)
+	}
+	return r.WithContext(context.WithValue(r.Context(), workerKey{}, w)), nil
+}
+
+// callingWorker is the worker workerOf found.
+func callingWorker(r *http.Request) *store.Worker {
+	w, _ := r.Context().Value(workerKey{}).(*store.Worker)
+	return w
+}

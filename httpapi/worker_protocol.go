@@ -1,0 +1,278 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"jobd/api"
+	"jobd/job"
+	"jobd/store"
+)
+
+// Bounds of a claim.
+const (
+	maxClaimQueues = 32
+	maxClaimJobs   = 1000
+	// maxWorkerError caps the error text a worker reports.
+	maxWorkerError = 64 << 10
+)
+
+// errLeaseGone answers every call whose lease token is not current.
+var errLeaseGone = problemf(http.StatusConflict, "lease_token",
+	"the lease is not held: it expired and the job was claimed again, or the job was canceled or finished")
+
+// workerHeartbeat: POST /api/v1/worker/heartbeat {status, leases} →
+// {leases: [{id, held, cancel_requested}]}: keeps the worker online and
+// extends the leases it still holds, in one batch.
+func (s *server) workerHeartbeat(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r); err != nil {
+		return err
+	}
+	wk := callingWorker(r)
+	var req api.HeartbeatRequest
+	if err := s.decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	status := store.WorkerStatus(req.Status)
+	if req.Status != "" && !status.Valid() {
+		return job.Invalid("status", "must be active, idle or busy, got %q", req.Status)
+	}
+	if len(req.Leases) > maxClaimJobs {
+		return job.Invalid("leases", "at most %d leases per heartbeat", maxClaimJobs)
+	}
+	if err := s.store.WorkerSeen(r.Context(), wk.ID, status, 0, 0); err != nil {
+		return err
+	}
+	out := api.HeartbeatResponse{Leases: make([]api.LeaseState, len(req.Leases))}
+	if len(req.Leases) > 0 {
+		leases := make([]store.Lease, len(req.Leases))
+		for i, l := range req.Leases {
+			leases[i] = store.Lease{ID: l.ID, Token: l.LeaseToken}
+		}
+		res, err := s.store.JobHeartbeat(r.Context(), wk.ID, leases)
+		if err != nil {
+			return err
+		}
+		for i, h := range res {
+			out.Leases[i] = api.LeaseState{ID: req.Leases[i].ID, Held: h.Held, CancelRequested: h.CancelRequested}
+		}
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// workerClaim: POST /api/v1/worker/claim {queues, max, wait} → {jobs}.
+// With a wait and no job ready, it long-polls: it claims again each time
+// the store says one of the queues may have jobs, and once more when the
+// wait ends.
+func (s *server) workerClaim(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r); err != nil {
+		return err
+	}
+	wk := callingWorker(r)
+	var req api.ClaimRequest
+	if err := s.decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	if len(req.Queues) == 0 || len(req.Queues) > maxClaimQueues {
+		return job.Invalid("queues", "list 1 to %d queues", maxClaimQueues)
+	}
+	if req.Max == 0 {
+		req.Max = 1
+	}
+	if req.Max < 0 || req.Max > maxClaimJobs {
+		return job.Invalid("max", "must be between 1 and %d, got %d", maxClaimJobs, req.Max)
+	}
+	wait := time.Duration(req.Wait)
+	if wait < 0 || wait > MaxClaimWait {
+		return job.Invalid("wait", "must be between 0s and %s, got %s", MaxClaimWait, wait)
+	}
+	ctx := r.Context()
+	if err := s.store.WorkerSeen(ctx, wk.ID, "", 0, 0); err != nil {
+		return err
+	}
+	// Subscribe before the first claim, so that no wake-up falls between.
+	wake := make(chan struct{}, 1)
+	if wait > 0 && s.cfg.Wakeups != nil {
+		unsubscribe := s.cfg.Wakeups(func(queue string) {
+			if queue == "" || slices.Contains(req.Queues, queue) {
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
+			}
+		})
+		defer unsubscribe()
+	}
+	var deadline <-chan time.Time
+	if wait > 0 {
+		t := s.clock.NewTimer(wait)
+		defer t.Stop()
+		deadline = t.C()
+	}
+	for {
+		jobs, err := s.claimFor(ctx, wk, req)
+		if err != nil {
+			return err
+		}
+		if len(jobs) > 0 || deadline == nil {
+			return writeJSON(w, http.StatusOK, claimResponse(jobs))
+		}
+		select {
+		case <-wake:
+		case <-deadline:
+			deadline = nil // one last claim, then answer
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// claimFor claims up to req.Max jobs over req.Queues, in order.
+func (s *server) claimFor(ctx context.Context, wk *store.Worker, req api.ClaimRequest) ([]*job.Job, error) {
+	var jobs []*job.Job
+	for _, q := range req.Queues {
+		n := req.Max - len(jobs)
+		if n <= 0 {
+			break
+		}
+		got, err := s.store.JobClaim(ctx, store.ClaimParams{
+			Queue: q, Max: n, Owner: wk.ID, WorkerID: wk.ID,
+			Capabilities: wk.Capabilities, PreferWindow: s.cfg.PreferWindow,
+		})
+		if err != nil {
+			return jobs, err
+		}
+		jobs = append(jobs, got...)
+	}
+	return jobs, nil
+}
+
+func claimResponse(jobs []*job.Job) api.ClaimResponse {
+	out := api.ClaimResponse{Jobs: make([]api.ClaimedJob, len(jobs))}
+	for i, j := range jobs {
+		out.Jobs[i] = api.ClaimedJob{Job: toAPIJob(j), LeaseToken: j.LeaseToken}
+	}
+	return out
+}
+
+// workerProgress: POST /api/v1/worker/jobs/{id}/progress → {cancel_requested}.
+func (s *server) workerProgress(w http.ResponseWriter, r *http.Request) error {
+	id, err := workerJobID(r)
+	if err != nil {
+		return err
+	}
+	var req api.ProgressRequest
+	if err := s.decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	if len(req.Items) > 0 && checkArgsText(req.Items) != nil {
+		return job.Invalid("items", "must be valid UTF-8 JSON without \\u0000")
+	}
+	p := job.Progress{Phase: req.Phase, Done: req.Done, Total: req.Total, Items: req.Items}
+	cancel, err := s.store.JobSetProgress(r.Context(), store.Lease{ID: id, Token: req.LeaseToken}, p)
+	if errors.Is(err, job.ErrLeaseLost) {
+		return errLeaseGone
+	}
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, api.ProgressResponse{CancelRequested: cancel})
+}
+
+// workerCheckpoint: POST /api/v1/worker/jobs/{id}/checkpoint → 204.
+func (s *server) workerCheckpoint(w http.ResponseWriter, r *http.Request) error {
+	id, err := workerJobID(r)
+	if err != nil {
+		return err
+	}
+	var req api.CheckpointRequest
+	if err := s.decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	if len(req.Checkpoint) == 0 || checkArgsText(req.Checkpoint) != nil {
+		return job.Invalid("checkpoint", "is required: valid UTF-8 JSON without \\u0000")
+	}
+	err = s.store.JobSetCheckpoint(r.Context(), store.Lease{ID: id, Token: req.LeaseToken}, req.Checkpoint)
+	if errors.Is(err, job.ErrLeaseLost) {
+		return errLeaseGone
+	}
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// workerComplete: POST /api/v1/worker/jobs/{id}/complete {lease_token,
+// result} → {state}.
+func (s *server) workerComplete(w http.ResponseWriter, r *http.Request) error {
+	id, err := workerJobID(r)
+	if err != nil {
+		return err
+	}
+	var req api.CompleteRequest
+	if err := s.decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	if len(req.Result) > 0 && checkArgsText(req.Result) != nil {
+		return job.Invalid("result", "must be valid UTF-8 JSON without \\u0000")
+	}
+	return s.workerFinish(w, r, store.Outcome{
+		Lease: store.Lease{ID: id, Token: req.LeaseToken}, Status: store.OutcomeSucceeded, Result: req.Result,
+	})
+}
+
+// workerFail: POST /api/v1/worker/jobs/{id}/fail {lease_token, error,
+// retryable} → {state}.
+func (s *server) workerFail(w http.ResponseWriter, r *http.Request) error {
+	id, err := workerJobID(r)
+	if err != nil {
+		return err
+	}
+	var req api.FailRequest
+	if err := s.decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	msg := req.Error
+	if len(msg) > maxWorkerError {
+		msg = msg[:maxWorkerError]
+	}
+	return s.workerFinish(w, r, store.Outcome{
+		Lease: store.Lease{ID: id, Token: req.LeaseToken}, Status: store.OutcomeFailed,
+		Error: msg, Retryable: req.Retryable, RetryDelay: s.cfg.WorkerRetryDelay,
+	})
+}
+
+// workerFinish applies a worker's outcome, fenced by its lease token, and
+// counts it in the worker's record.
+func (s *server) workerFinish(w http.ResponseWriter, r *http.Request, out store.Outcome) error {
+	res, err := s.store.JobFinish(r.Context(), []store.Outcome{out})
+	if err != nil {
+		return err
+	}
+	if res[0].Lost {
+		return errLeaseGone
+	}
+	done, failed := 0, 0
+	if res[0].State == job.StateSucceeded {
+		done = 1
+	} else {
+		failed = 1
+	}
+	if err := s.store.WorkerSeen(r.Context(), callingWorker(r).ID, "", done, failed); err != nil && !errors.Is(err, job.ErrNotFound) {
+		s.log.Warn("count a worker's finished job", "worker", callingWorker(r).ID, "err", err)
+	}
+	return writeJSON(w, http.StatusOK, api.FinishResponse{State: api.State(res[0].State)})
+}
+
+func workerJobID(r *http.Request) (uuid.UUID, error) {
+	if err := checkQuery(r); err != nil {
+		return uuid.Nil, err
+	}
+	return pathID(r)
+}

@@ -1,0 +1,243 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"jobd/client"
+)
+
+var workerCommand = &Command{
+	Name:    "worker",
+	Usage:   "jobd worker --server URL --key KEY --queue Q [--concurrency N] --exec CMD",
+	Summary: "run a remote worker: CMD once per job claimed over HTTP",
+	Run:     runWorker,
+}
+
+func init() { commands = append(commands, workerCommand) }
+
+// Limits of what jobd worker keeps of a command's output.
+const (
+	maxResultBytes = 1 << 20 // stdout, the job's result
+	stderrTail     = 20      // lines of stderr kept for a failure's error
+)
+
+type workerFlags struct {
+	clientFlags
+	queues          listFlag
+	concurrency     int
+	exec            string
+	claimWait       time.Duration
+	heartbeat       time.Duration
+	shutdownTimeout time.Duration
+	logLevel        string
+}
+
+func runWorker(ctx context.Context, env *Env, args []string) error {
+	var f workerFlags
+	fs := newFlagSet(env, "worker")
+	f.clientFlags.register(fs)
+	fs.Var(&f.queues, "queue", "queue to claim from (repeatable, or comma-separated)")
+	fs.IntVar(&f.concurrency, "concurrency", 1, "jobs run at once")
+	fs.StringVar(&f.exec, "exec", "", "command run once per job by /bin/sh -c")
+	fs.DurationVar(&f.claimWait, "claim-wait", 30*time.Second, "long-poll of one claim")
+	fs.DurationVar(&f.heartbeat, "heartbeat-interval", 10*time.Second, "heartbeat and lease renewal period")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long running commands may finish before they are killed and failed as retryable")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	if err := parseFlags(fs, env, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError("unexpected argument %q", fs.Arg(0))
+	}
+	var queues []string
+	for _, q := range f.queues {
+		for _, name := range strings.Split(q, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				queues = append(queues, name)
+			}
+		}
+	}
+	switch {
+	case len(queues) == 0:
+		return usageError("--queue is required")
+	case f.exec == "":
+		return usageError("--exec is required")
+	case f.key == "":
+		return usageError("--key (or JOBD_KEY) is required: a worker's API key")
+	case f.concurrency < 1:
+		return usageError("--concurrency must be at least 1")
+	}
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	logger := newLogger(env, f.logLevel, "text")
+	w := client.NewWorker(c, client.WorkerConfig{
+		Queues: queues, Concurrency: f.concurrency, ClaimWait: f.claimWait,
+		HeartbeatInterval: f.heartbeat, ShutdownTimeout: f.shutdownTimeout, Logger: logger,
+	})
+	w.HandleAny(func(ctx context.Context, t *client.Task[json.RawMessage]) (json.RawMessage, error) {
+		return execJob(ctx, f.exec, t)
+	})
+	logger.Info("jobd worker started", "server", f.server, "queues", strings.Join(queues, ","), "concurrency", f.concurrency)
+	return w.Run(ctx)
+}
+
+// execJob runs cmd for one job: args on stdin, JOBD_* in the environment,
+// progress and checkpoints read from stderr, the result from stdout. The
+// command runs in a process group of its own, killed whole when ctx ends
+// (cancel, lost lease, shutdown).
+func execJob(ctx context.Context, command string, t *client.Task[json.RawMessage]) (json.RawMessage, error) {
+	cpFile, err := os.CreateTemp("", "jobd-checkpoint-*.json")
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint file: %w", err)
+	}
+	defer os.Remove(cpFile.Name())
+	if cp := t.Job.Checkpoint; len(cp) > 0 && string(cp) != "null" {
+		if _, err := cpFile.Write(cp); err != nil {
+			cpFile.Close()
+			return nil, fmt.Errorf("checkpoint file: %w", err)
+		}
+	}
+	if err := cpFile.Close(); err != nil {
+		return nil, fmt.Errorf("checkpoint file: %w", err)
+	}
+
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", command)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	cmd.Env = append(os.Environ(),
+		"JOBD_JOB_ID="+t.Job.ID.String(),
+		"JOBD_ATTEMPT="+strconv.Itoa(t.Job.Attempt),
+		"JOBD_CHECKPOINT_FILE="+cpFile.Name(),
+	)
+	args := t.Job.Args
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	cmd.Stdin = bytes.NewReader(args)
+	var stdout limitedBuffer
+	stdout.limit = maxResultBytes
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, client.Permanent(fmt.Errorf("start %q: %w", command, err))
+	}
+	// Every stderr line is acted on before Wait, which closes the pipe.
+	// A process left behind holding stderr open is killed with the group
+	// when ctx ends.
+	lines := <-readStderr(ctx, stderr, t)
+	err = cmd.Wait()
+	if cause := context.Cause(ctx); cause != nil {
+		return nil, fmt.Errorf("command killed: %w", cause)
+	}
+	if err != nil {
+		msg := err.Error()
+		if len(lines) > 0 {
+			msg += ": " + strings.Join(lines, "\n")
+		}
+		return nil, errors.New(msg)
+	}
+	if stdout.over {
+		return nil, client.Permanent(fmt.Errorf("stdout is over %d bytes", maxResultBytes))
+	}
+	out := bytes.TrimSpace(stdout.Bytes())
+	if len(out) == 0 {
+		return json.RawMessage(`null`), nil
+	}
+	if !json.Valid(out) {
+		return nil, client.Permanent(fmt.Errorf("stdout is not JSON: %.200q", out))
+	}
+	return out, nil
+}
+
+// readStderr reads the command's stderr until it closes, acting on its
+// progress and checkpoint lines, and sends the last lines when done.
+func readStderr(ctx context.Context, r io.Reader, t *client.Task[json.RawMessage]) <-chan []string {
+	done := make(chan []string, 1)
+	go func() {
+		var lines []string
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if !reportLine(ctx, line, t) {
+				lines = append(lines, line)
+				if len(lines) > stderrTail {
+					lines = lines[1:]
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, r) // a line over 1 MiB: drain the rest
+		done <- lines
+	}()
+	return done
+}
+
+// reportLine acts on a "progress D/T [phase]" or "checkpoint <json>" line
+// and reports whether it was one.
+func reportLine(ctx context.Context, line string, t *client.Task[json.RawMessage]) bool {
+	word, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
+	switch word {
+	case "progress":
+		frac, phase, _ := strings.Cut(strings.TrimSpace(rest), " ")
+		d, tot, ok := strings.Cut(frac, "/")
+		done, err1 := strconv.ParseInt(d, 10, 64)
+		total, err2 := strconv.ParseInt(tot, 10, 64)
+		if !ok || err1 != nil || err2 != nil {
+			return false
+		}
+		_ = t.SetProgress(ctx, done, total, strings.TrimSpace(phase)) // a lost lease cancels ctx
+		return true
+	case "checkpoint":
+		raw := json.RawMessage(strings.TrimSpace(rest))
+		if !json.Valid(raw) {
+			return false
+		}
+		_ = t.SaveCheckpoint(ctx, raw)
+		return true
+	}
+	return false
+}
+
+// limitedBuffer keeps the first limit bytes written to it.
+type limitedBuffer struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	limit int
+	over  bool
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.limit - b.buf.Len(); len(p) > room {
+		b.over = true
+		b.buf.Write(p[:max(room, 0)])
+		return len(p), nil
+	}
+	return b.buf.Write(p)
+}
+
+func (b *limitedBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Bytes()
+}

@@ -1,0 +1,424 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"jobd/api"
+	"jobd/client"
+	"jobd/engine"
+	"jobd/httpapi"
+	"jobd/internal/pgtest"
+	"jobd/job"
+	"jobd/store"
+	"jobd/store/postgres"
+	"jobd/store/sqlite"
+)
+
+// preferWindow is the test servers' prefer window: short, so that the
+// GPU preference test waits it out.
+const preferWindow = 2 * time.Second
+
+// workerServer is a jobd server as jobd serve wires it (an engine without
+// pools for the wake-ups and the reaper, the API on a real HTTP port)
+// over a real store.
+type workerServer struct {
+	url   string
+	store store.Store
+	admin *client.Client
+}
+
+func eachWorkerServer(t *testing.T, fn func(t *testing.T, s *workerServer)) {
+	for _, d := range []string{"sqlite", "postgres"} {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			var st store.Store
+			var err error
+			if d == "sqlite" {
+				st, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "jobd.db"), sqlite.Options{})
+			} else {
+				st, err = postgres.Open(ctx, pgtest.NewDatabase(t), postgres.Options{})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			if err := st.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			eng, err := engine.New(engine.Config{Store: st, Listen: true, Logger: slog.New(slog.DiscardHandler), ReaperInterval: 100 * time.Millisecond, PreferWindow: preferWindow})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ectx, stop := context.WithCancel(ctx)
+			done := make(chan struct{})
+			go func() { defer close(done); _ = eng.Run(ectx) }()
+			h, err := httpapi.New(httpapi.Config{
+				Store: st, AdminSecret: "admin-secret", Wakeups: eng.Subscribe,
+				PreferWindow: preferWindow, WorkerRetryDelay: -1,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(h)
+			t.Cleanup(func() { srv.Close(); stop(); <-done })
+			admin, err := client.New(srv.URL, "admin-secret")
+			if err != nil {
+				t.Fatal(err)
+			}
+			fn(t, &workerServer{url: srv.URL, store: st, admin: admin})
+		})
+	}
+}
+
+// register creates a worker and returns its id and a client with its key.
+func (s *workerServer) register(t *testing.T, name string, caps ...string) (string, *client.Client) {
+	id, c, _ := s.registerKey(t, name, caps...)
+	return id, c
+}
+
+// registerKey is register that also returns the key.
+func (s *workerServer) registerKey(t *testing.T, name string, caps ...string) (string, *client.Client, string) {
+	t.Helper()
+	created, err := s.admin.CreateWorker(t.Context(), api.WorkerRequest{Name: name, Capabilities: caps})
+	if err != nil {
+		t.Fatalf("CreateWorker: %v", err)
+	}
+	c, err := client.New(s.url, created.APIKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created.WorkerID, c, created.APIKey
+}
+
+func (s *workerServer) submit(t *testing.T, req api.SubmitRequest) *api.Job {
+	t.Helper()
+	j, _, err := s.admin.Submit(t.Context(), req)
+	if err != nil {
+		t.Fatalf("Submit: %v", err)
+	}
+	return j
+}
+
+// waitFor polls the job until cond holds (bounded: there is no signal to
+// wait on from outside the server).
+func (s *workerServer) waitFor(t *testing.T, id uuid.UUID, what string, cond func(*job.Job) bool) *job.Job {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		j, err := s.store.JobGet(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cond(j) {
+			return j
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s never %s; state %s attempt %d error %q", id, what, j.State, j.Attempt, j.LastError)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestWorkerExecResumesFromCheckpoint: jobd worker --exec runs a script
+// that reports progress and a checkpoint and fails; the retry sees the
+// checkpoint file and succeeds.
+func TestWorkerExecResumesFromCheckpoint(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "job.sh")
+	body := `#!/bin/sh
+args=$(cat)
+if [ "$JOBD_ATTEMPT" = 1 ]; then
+  echo "progress 1/2 encode" >&2
+  echo 'checkpoint {"step":1}' >&2
+  echo "disk full" >&2
+  exit 3
+fi
+printf '{"attempt":%s,"args":%s,"saw":%s}' "$JOBD_ATTEMPT" "$args" "$(cat "$JOBD_CHECKPOINT_FILE")"
+`
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	eachWorkerServer(t, func(t *testing.T, s *workerServer) {
+		_, _, key := s.registerKey(t, "exec")
+		j := s.submit(t, api.SubmitRequest{Queue: "media", Kind: "encode", Args: json.RawMessage(`{"file":"a.mp4"}`)})
+
+		ctx, stop := context.WithCancel(t.Context())
+		var stderr strings.Builder
+		done := make(chan int, 1)
+		go func() {
+			env := &Env{Stdin: strings.NewReader(""), Stdout: &strings.Builder{}, Stderr: &lockedWriter{w: &stderr},
+				Getenv: func(string) string { return "" }}
+			done <- Main(ctx, []string{"worker", "--server", s.url, "--key", key, "--queue", "media",
+				"--exec", script, "--claim-wait", "2s"}, env)
+		}()
+		final := s.waitFor(t, j.ID, "succeeded", func(j *job.Job) bool { return j.State == job.StateSucceeded })
+		stop()
+		if code := <-done; code != 0 {
+			t.Fatalf("jobd worker exit %d: %s", code, stderr.String())
+		}
+		var res struct {
+			Attempt int
+			Args    map[string]string
+			Saw     map[string]int
+		}
+		if err := json.Unmarshal(final.Result, &res); err != nil {
+			t.Fatalf("result %s: %v", final.Result, err)
+		}
+		if res.Attempt != 2 || res.Args["file"] != "a.mp4" || res.Saw["step"] != 1 {
+			t.Fatalf("result %s: want attempt 2 with the args and the checkpoint {\"step\":1}", final.Result)
+		}
+		if final.Progress.Phase != "encode" || final.Progress.Done != 1 || final.Progress.Total != 2 {
+			t.Errorf("progress %+v, want encode 1/2", final.Progress)
+		}
+		evs, err := s.store.JobEvents(context.Background(), j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var retried *job.Event
+		for i := range evs {
+			if evs[i].Kind == job.EventRetried {
+				retried = &evs[i]
+			}
+		}
+		if retried == nil || !strings.Contains(retried.Detail, "disk full") {
+			t.Errorf("journal %+v: want a retried event with the script's last stderr line", evs)
+		}
+	})
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *strings.Builder
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// TestHelperJobdProcess is not a test: TestWorkerKilledMidJob runs the
+// test binary as a jobd process with it.
+func TestHelperJobdProcess(t *testing.T) {
+	args := os.Getenv("JOBD_TEST_HELPER_ARGS")
+	if args == "" {
+		t.Skip("helper process only")
+	}
+	env := &Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+	os.Exit(Main(context.Background(), strings.Split(args, "\x1f"), env))
+}
+
+// TestWorkerKilledMidJob: a jobd worker process killed with SIGKILL while
+// its command runs; once the lease expires a second worker finishes the
+// job, and the first worker's late complete gets 409.
+func TestWorkerKilledMidJob(t *testing.T) {
+	eachWorkerServer(t, func(t *testing.T, s *workerServer) {
+		_, _, key := s.registerKey(t, "first")
+		j := s.submit(t, api.SubmitRequest{Queue: "q", Kind: "slow", LeaseTTL: api.Duration(time.Second)})
+		marker := filepath.Join(t.TempDir(), "started")
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperJobdProcess$")
+		cmd.Env = append(os.Environ(), "JOBD_TEST_HELPER_ARGS="+strings.Join([]string{
+			"worker", "--server", s.url, "--key", key, "--queue", "q",
+			"--exec", "touch " + marker + "; sleep 3", "--heartbeat-interval", "200ms"}, "\x1f"))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		first := s.waitFor(t, j.ID, "claimed by the first worker", func(j *job.Job) bool { return j.State == job.StateRunning })
+		deadline := time.Now().Add(10 * time.Second)
+		for _, err := os.Stat(marker); err != nil; _, err = os.Stat(marker) {
+			if time.Now().After(deadline) {
+				t.Fatal("the command never started")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+
+		// A second worker, in this process, takes the job once the lease
+		// has expired and the reaper returned it.
+		_, second := s.register(t, "second")
+		w := client.NewWorker(second, client.WorkerConfig{Queues: []string{"q"}, ClaimWait: time.Second})
+		client.Handle(w, "slow", func(ctx context.Context, task *client.Task[map[string]any]) (string, error) {
+			return "done by the second", nil
+		})
+		ctx, stop := context.WithCancel(t.Context())
+		runDone := make(chan error, 1)
+		go func() { runDone <- w.Run(ctx) }()
+		final := s.waitFor(t, j.ID, "succeeded", func(j *job.Job) bool { return j.State == job.StateSucceeded })
+		stop()
+		if err := <-runDone; err != nil {
+			t.Fatalf("second worker: %v", err)
+		}
+		if final.Attempt != 2 || string(final.Result) != `"done by the second"` {
+			t.Fatalf("job attempt %d result %s, want attempt 2 by the second worker", final.Attempt, final.Result)
+		}
+		late, err := client.New(s.url, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = late.Complete(t.Context(), j.ID, first.LeaseToken, json.RawMessage(`"late"`))
+		if !errors.Is(err, client.ErrConflict) {
+			t.Fatalf("late complete: %v, want 409", err)
+		}
+		if got := s.waitFor(t, j.ID, "unchanged", func(*job.Job) bool { return true }); string(got.Result) != `"done by the second"` {
+			t.Fatalf("the late complete changed the result to %s", got.Result)
+		}
+	})
+}
+
+// TestWorkerClaimRace: several workers claim one queue at once; no job is
+// handed to two of them.
+func TestWorkerClaimRace(t *testing.T) {
+	eachWorkerServer(t, func(t *testing.T, s *workerServer) {
+		const jobs, workers = 60, 4
+		for range jobs {
+			s.submit(t, api.SubmitRequest{Queue: "race", Kind: "k"})
+		}
+		var (
+			mu   sync.Mutex
+			seen = map[uuid.UUID]string{}
+			wg   sync.WaitGroup
+		)
+		for i := range workers {
+			_, c := s.register(t, fmt.Sprint("racer-", i))
+			wg.Go(func() {
+				for {
+					got, err := c.Claim(context.Background(), []string{"race"}, 3, 0)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if len(got) == 0 {
+						return
+					}
+					mu.Lock()
+					for _, j := range got {
+						if other, dup := seen[j.ID]; dup {
+							t.Errorf("job %s claimed by %s and worker %d", j.ID, other, i)
+						}
+						seen[j.ID] = fmt.Sprint(i)
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if len(seen) != jobs {
+			t.Fatalf("%d jobs claimed, want %d", len(seen), jobs)
+		}
+	})
+}
+
+// TestWorkerPrefersGPU: with an idle GPU worker online, a CPU worker does
+// not take a job preferring a GPU until the prefer window has passed; the
+// GPU worker gets such a job at once.
+func TestWorkerPrefersGPU(t *testing.T) {
+	eachWorkerServer(t, func(t *testing.T, s *workerServer) {
+		_, gpu := s.register(t, "gpu-box", "gpu")
+		_, cpu := s.register(t, "cpu-box")
+		ctx := t.Context()
+		if _, err := gpu.WorkerHeartbeat(ctx, "idle", nil); err != nil {
+			t.Fatal(err)
+		}
+		first := s.submit(t, api.SubmitRequest{Queue: "v", Kind: "transcode", Prefers: []string{"gpu"}})
+		if got, err := cpu.Claim(ctx, []string{"v"}, 1, 0); err != nil || len(got) != 0 {
+			t.Fatalf("CPU claim inside the window: %d jobs, %v; want none", len(got), err)
+		}
+		got, err := gpu.Claim(ctx, []string{"v"}, 1, 0)
+		if err != nil || len(got) != 1 || got[0].ID != first.ID {
+			t.Fatalf("GPU claim: %v, %v; want the job", got, err)
+		}
+		if got[0].LeaseToken == uuid.Nil || got[0].LeaseExpiresAt == nil || got[0].Attempt != 1 ||
+			len(got[0].Prefers) != 1 {
+			t.Fatalf("claimed job %+v: want lease token, expiry, attempt 1 and prefers", got[0])
+		}
+		if _, err := gpu.WorkerHeartbeat(ctx, "idle", nil); err != nil {
+			t.Fatal(err)
+		}
+
+		second := s.submit(t, api.SubmitRequest{Queue: "v", Kind: "transcode", Prefers: []string{"gpu"}})
+		if got, err := cpu.Claim(ctx, []string{"v"}, 1, 0); err != nil || len(got) != 0 {
+			t.Fatalf("CPU claim inside the window: %d jobs, %v; want none", len(got), err)
+		}
+		// The CPU worker long-polls; the window passes while it waits.
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			got, err := cpu.Claim(ctx, []string{"v"}, 1, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) == 1 {
+				if got[0].ID != second.ID {
+					t.Fatalf("CPU worker got %s, want %s", got[0].ID, second.ID)
+				}
+				if !got[0].StartedAt.After(second.RunAt.Add(preferWindow - 50*time.Millisecond)) {
+					t.Fatalf("CPU worker took the job at %s, inside the window from %s", got[0].StartedAt, second.RunAt)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the CPU worker never got the job after the window")
+			}
+		}
+	})
+}
+
+// TestWorkerDisabled: a disabled worker's calls get 403 and it claims
+// nothing; enabled again, it claims; deleted, its key is revoked.
+func TestWorkerDisabled(t *testing.T) {
+	eachWorkerServer(t, func(t *testing.T, s *workerServer) {
+		id, c := s.register(t, "w")
+		ctx := t.Context()
+		j := s.submit(t, api.SubmitRequest{Queue: "d", Kind: "k"})
+		if w, err := s.admin.DisableWorker(ctx, id); err != nil || w.Status != api.WorkerDisabled {
+			t.Fatalf("DisableWorker: %+v, %v", w, err)
+		}
+		if _, err := c.Claim(ctx, []string{"d"}, 1, 0); !errors.Is(err, client.ErrForbidden) {
+			t.Fatalf("claim of a disabled worker: %v, want 403", err)
+		}
+		if _, err := c.WorkerHeartbeat(ctx, "idle", nil); !errors.Is(err, client.ErrForbidden) {
+			t.Fatalf("heartbeat of a disabled worker: %v, want 403", err)
+		}
+		if got, _ := s.store.JobGet(ctx, j.ID); got.State != job.StateQueued {
+			t.Fatalf("job %s after a disabled worker's claim, want queued", got.State)
+		}
+		if _, err := s.admin.EnableWorker(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := c.Claim(ctx, []string{"d"}, 1, 0); err != nil || len(got) != 1 {
+			t.Fatalf("claim once enabled: %d jobs, %v", len(got), err)
+		}
+		ws, err := s.admin.Workers(ctx)
+		if err != nil || len(ws) != 1 || ws[0].CurrentJobs != 1 || ws[0].LastHeartbeatAt == nil {
+			t.Fatalf("Workers = %+v, %v; want one with a current job and a heartbeat", ws, err)
+		}
+		if err := s.admin.DeleteWorker(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Claim(ctx, []string{"d"}, 1, 0); !errors.Is(err, client.ErrUnauthorized) {
+			t.Fatalf("claim of a deleted worker: %v, want 401", err)
+		}
+		// The admin secret is no worker.
+		if _, err := s.admin.Claim(ctx, []string{"d"}, 1, 0); !errors.Is(err, client.ErrForbidden) {
+			t.Fatalf("claim with the admin secret: %v, want 403", err)
+		}
+	})
+}

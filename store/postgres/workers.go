@@ -1,0 +1,131 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"jobd/job"
+	"jobd/store"
+)
+
+// WorkerCreate stores a worker and its key in one transaction. See
+// store.Store.
+func (s *Store) WorkerCreate(ctx context.Context, w store.Worker, key store.APIKey) error {
+	caps := w.Capabilities
+	if caps == nil {
+		caps = []string{}
+	}
+	meta := w.Metadata
+	if len(meta) == 0 {
+		meta = json.RawMessage(`{}`)
+	}
+	scopes := key.Scopes
+	if scopes == nil {
+		scopes = []string{}
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, workerCreateSQL, s.now(), w.ID, w.Name, caps, meta); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, keyCreateSQL, s.now(), key.ID, key.Name, key.Prefix, key.Hash, scopes,
+			timePtr(key.CreatedAt), nullText(w.ID))
+		return err
+	})
+	if uniqueViolation(err, "jobd_workers_pkey") || uniqueViolation(err, "jobd_api_keys_pkey") ||
+		uniqueViolation(err, "jobd_api_keys_prefix_key") {
+		return fmt.Errorf("postgres: create worker %q: %w", w.ID, job.ErrDuplicate)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: create worker %q: %w", w.ID, err)
+	}
+	return nil
+}
+
+// WorkerGet returns one worker, or job.ErrNotFound.
+func (s *Store) WorkerGet(ctx context.Context, id string) (*store.Worker, error) {
+	rows, err := s.pool.Query(ctx, workerGetSQL, id)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: get worker %q: %w", id, err)
+	}
+	w, err := pgx.CollectExactlyOneRow(rows, scanWorker)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: get worker %q: %w", id, notFound(err))
+	}
+	return &w, nil
+}
+
+// WorkerList returns every worker, oldest first.
+func (s *Store) WorkerList(ctx context.Context) ([]store.Worker, error) {
+	rows, err := s.pool.Query(ctx, workerListSQL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list workers: %w", err)
+	}
+	ws, err := pgx.CollectRows(rows, scanWorker)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list workers: %w", err)
+	}
+	return ws, nil
+}
+
+// WorkerSetDisabled disables or enables a worker.
+func (s *Store) WorkerSetDisabled(ctx context.Context, id string, disabled bool) (*store.Worker, error) {
+	tag, err := s.pool.Exec(ctx, workerSetDisabledSQL, s.now(), id, disabled)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: disable worker %q: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return nil, fmt.Errorf("postgres: disable worker %q: %w", id, job.ErrNotFound)
+	}
+	return s.WorkerGet(ctx, id)
+}
+
+// WorkerDelete deletes a worker and its keys.
+func (s *Store) WorkerDelete(ctx context.Context, id string) error {
+	tag, err := s.pool.Exec(ctx, workerDeleteSQL, id)
+	if err != nil {
+		return fmt.Errorf("postgres: delete worker %q: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: delete worker %q: %w", id, job.ErrNotFound)
+	}
+	return nil
+}
+
+// WorkerSeen records a heartbeat or a claim of a worker.
+func (s *Store) WorkerSeen(ctx context.Context, id string, status store.WorkerStatus, done, failed int) error {
+	tag, err := s.pool.Exec(ctx, workerSeenSQL, s.now(), id, string(status), done, failed)
+	if err != nil {
+		return fmt.Errorf("postgres: worker %q heartbeat: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: worker %q heartbeat: %w", id, job.ErrNotFound)
+	}
+	return nil
+}
+
+// WorkerMarkOffline marks offline the workers silent since cutoff.
+func (s *Store) WorkerMarkOffline(ctx context.Context, cutoff time.Time) (int, error) {
+	tag, err := s.pool.Exec(ctx, workerMarkOfflineSQL, s.now(), cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: mark workers offline: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+func scanWorker(row pgx.CollectableRow) (store.Worker, error) {
+	var (
+		w      store.Worker
+		status string
+	)
+	err := row.Scan(&w.ID, &w.Name, &w.Capabilities, &w.Metadata, &status, &w.Disabled, &w.LastHeartbeatAt,
+		&w.JobsDone, &w.JobsFailed, &w.CreatedAt, &w.UpdatedAt, &w.RunningJobs)
+	w.Status = store.WorkerStatus(status)
+	if len(w.Capabilities) == 0 {
+		w.Capabilities = nil
+	}
+	return w, err
+}

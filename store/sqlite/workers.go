@@ -1,0 +1,185 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"jobd/job"
+	"jobd/store"
+)
+
+// WorkerCreate stores a worker and its key in one transaction. See
+// store.Store.
+func (s *Store) WorkerCreate(ctx context.Context, w store.Worker, key store.APIKey) error {
+	caps := listJSON(w.Capabilities)
+	if !caps.Valid {
+		caps.String = "[]"
+	}
+	meta := string(w.Metadata)
+	if meta == "" {
+		meta = "{}"
+	}
+	scopes, err := json.Marshal(append([]string{}, key.Scopes...))
+	if err != nil {
+		return fmt.Errorf("sqlite: create worker %s: %w", w.ID, err)
+	}
+	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+		now := s.now()
+		if _, err := tx.ExecContext(ctx, workerCreateSQL,
+			sql.Named("id", w.ID), sql.Named("name", w.Name),
+			sql.Named("capabilities", caps.String), sql.Named("metadata", meta),
+			sql.Named("now", now),
+		); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, keyCreateSQL,
+			sql.Named("id", key.ID), sql.Named("name", key.Name),
+			sql.Named("prefix", key.Prefix), sql.Named("hash", key.Hash),
+			sql.Named("scopes", string(scopes)), sql.Named("created_at", now),
+			sql.Named("worker_id", w.ID),
+		)
+		return err
+	})
+	if isUniqueViolation(err) {
+		return fmt.Errorf("sqlite: create worker %s: id or key taken: %w", w.ID, job.ErrDuplicate)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: create worker %s: %w", w.ID, err)
+	}
+	return nil
+}
+
+// WorkerGet returns one worker, or job.ErrNotFound.
+func (s *Store) WorkerGet(ctx context.Context, id string) (*store.Worker, error) {
+	w, err := scanWorker(s.r.QueryRowContext(ctx, workerGetSQL, id))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get worker %s: %w", id, err)
+	}
+	return w, nil
+}
+
+// WorkerList returns every worker, oldest first.
+func (s *Store) WorkerList(ctx context.Context) ([]store.Worker, error) {
+	rows, err := s.r.QueryContext(ctx, workerListSQL)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list workers: %w", err)
+	}
+	defer rows.Close()
+	var ws []store.Worker
+	for rows.Next() {
+		w, err := scanWorker(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: list workers: %w", err)
+		}
+		ws = append(ws, *w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list workers: %w", err)
+	}
+	return ws, nil
+}
+
+// WorkerSetDisabled disables or enables a worker.
+func (s *Store) WorkerSetDisabled(ctx context.Context, id string, disabled bool) (*store.Worker, error) {
+	err := s.writeOne(ctx, workerSetDisabledSQL,
+		sql.Named("id", id), sql.Named("disabled", disabled), sql.Named("now", s.now()))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: disable worker %s: %w", id, err)
+	}
+	return s.WorkerGet(ctx, id)
+}
+
+// WorkerDelete deletes a worker and its keys, in one transaction.
+func (s *Store) WorkerDelete(ctx context.Context, id string) error {
+	var n int64
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, workerDeleteKeysSQL, id); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, workerDeleteSQL, id)
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err == nil && n == 0 {
+			err = job.ErrNotFound // rolls the key deletion back: there were none
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: delete worker %s: %w", id, err)
+	}
+	return nil
+}
+
+// WorkerSeen records a heartbeat or a claim of a worker.
+func (s *Store) WorkerSeen(ctx context.Context, id string, status store.WorkerStatus, done, failed int) error {
+	err := s.writeOne(ctx, workerSeenSQL,
+		sql.Named("id", id), sql.Named("status", string(status)),
+		sql.Named("done", done), sql.Named("failed", failed), sql.Named("now", s.now()))
+	if err != nil {
+		return fmt.Errorf("sqlite: worker %s heartbeat: %w", id, err)
+	}
+	return nil
+}
+
+// WorkerMarkOffline marks offline the workers silent since cutoff.
+func (s *Store) WorkerMarkOffline(ctx context.Context, cutoff time.Time) (int, error) {
+	var n int64
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, workerMarkOfflineSQL,
+			sql.Named("cutoff", cutoff.UnixMicro()), sql.Named("now", s.now()))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: mark workers offline: %w", err)
+	}
+	return int(n), nil
+}
+
+// writeOne runs one statement in a write transaction; job.ErrNotFound
+// when it changed no row.
+func (s *Store) writeOne(ctx context.Context, query string, args ...any) error {
+	return s.writeTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err == nil && n == 0 {
+			err = job.ErrNotFound
+		}
+		return err
+	})
+}
+
+func scanWorker(sc scanner) (*store.Worker, error) {
+	var (
+		w                   store.Worker
+		caps, meta, status  string
+		disabled            int64
+		beat                sql.NullInt64
+		createdAt, updateAt int64
+	)
+	err := sc.Scan(&w.ID, &w.Name, &caps, &meta, &status, &disabled, &beat,
+		&w.JobsDone, &w.JobsFailed, &createdAt, &updateAt, &w.RunningJobs)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	if w.Capabilities, err = scanList(sql.NullString{String: caps, Valid: true}); err != nil {
+		return nil, fmt.Errorf("worker %s: capabilities: %w", w.ID, err)
+	}
+	w.Metadata = json.RawMessage(meta)
+	w.Status = store.WorkerStatus(status)
+	w.Disabled = disabled != 0
+	w.LastHeartbeatAt = fromNullMicro(beat)
+	w.CreatedAt = fromMicro(createdAt)
+	w.UpdatedAt = fromMicro(updateAt)
+	return &w, nil
+}
