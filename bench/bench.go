@@ -92,7 +92,7 @@ func withDefaults(cfg Config) Config {
 		cfg.Duration = 30 * time.Second
 	}
 	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = 200
+		cfg.Concurrency = 1000
 	}
 	if cfg.Rate <= 0 {
 		cfg.Rate = 100

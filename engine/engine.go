@@ -211,12 +211,12 @@ func (e *Engine) wakeQueue(queue string) {
 	e.hub.Send(queue)
 	if queue == "" {
 		for _, p := range e.producers {
-			p.kick()
+			p.wakeUp()
 		}
 		return
 	}
 	if p, ok := e.producers[queue]; ok {
-		p.kick()
+		p.wakeUp()
 	}
 }
 

@@ -106,7 +106,7 @@ func (x *execution) outcome(ctx context.Context, res json.RawMessage, err error)
 }
 
 func (x *execution) finishItem(out store.Outcome) finishItem {
-	return finishItem{out: out, queue: x.job.Queue, kind: x.job.Kind, attempt: x.job.Attempt}
+	return finishItem{out: out, queue: x.job.Queue, kind: x.job.Kind, attempt: x.job.Attempt, locked: x.job.LockKey != ""}
 }
 
 // leaseLost cancels the handler because the node no longer holds the job.

@@ -19,6 +19,8 @@ type finishItem struct {
 	queue   string
 	kind    string
 	attempt int
+	// locked: the job held a lock_key, which its end frees for another.
+	locked bool
 }
 
 // finisher writes the outcomes of the whole engine in batches: one
@@ -121,8 +123,9 @@ func (f *finisher) flush(ctx context.Context, h *health) {
 	}
 }
 
-// report logs the outcomes and wakes the producers of their queues: a
-// finished job may free a lock_key another job waits for.
+// report logs the outcomes and wakes the producers of the queues where a
+// finished job freed a lock_key another job may wait for. (Jobs that went
+// back to queued wake their queue through the store.)
 func (f *finisher) report(batch []finishItem, res []store.FinishResult) {
 	woken := make(map[string]bool)
 	for i, it := range batch {
@@ -133,7 +136,7 @@ func (f *finisher) report(batch []finishItem, res []store.FinishResult) {
 			f.e.log.Debug("engine: job finished", "job_id", it.out.ID, "kind", it.kind,
 				"attempt", it.attempt, "outcome", it.out.Status, "state", res[i].State)
 		}
-		if !woken[it.queue] {
+		if it.locked && !woken[it.queue] {
 			woken[it.queue] = true
 			f.e.wakeQueue(it.queue)
 		}

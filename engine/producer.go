@@ -30,6 +30,19 @@ type producer struct {
 	// wake receives (without blocking) when the queue may have jobs or a
 	// slot was freed.
 	wake chan struct{}
+	// fresh says that jobs may have become available ahead of cursor (a
+	// wake-up, a poll): the next claim starts from the best job again.
+	fresh atomic.Bool
+	// cursor is where the last full claim stopped, owned by run's
+	// goroutine; nil when the next claim starts from the best job.
+	cursor *store.ClaimCursor
+}
+
+// wakeUp tells the producer that its queue may have new jobs, possibly
+// better than those it would claim next.
+func (p *producer) wakeUp() {
+	p.fresh.Store(true)
+	p.kick()
 }
 
 func (p *producer) kick() {
@@ -53,6 +66,7 @@ func (p *producer) run(ctx, workCtx, jobBase context.Context) {
 			return
 		case <-p.wake:
 		case <-t.C():
+			p.fresh.Store(true)
 		}
 		p.claim(ctx, workCtx, jobBase, &h)
 		t.Reset(p.e.cfg.PollInterval)
@@ -61,6 +75,9 @@ func (p *producer) run(ctx, workCtx, jobBase context.Context) {
 
 // claim fills the free slots, claiming again while claims come back full,
 // and retries a failing store with backoff until it answers or ctx ends.
+// While it drains a backlog, each claim starts after the last job of the
+// previous one (store.ClaimParams.After); a wake-up, a poll or a short
+// claim sends it back to the best job.
 func (p *producer) claim(ctx, workCtx, jobBase context.Context, h *health) {
 	delay := retryMin
 	for ctx.Err() == nil {
@@ -69,9 +86,13 @@ func (p *producer) claim(ctx, workCtx, jobBase context.Context, h *health) {
 		if n <= 0 || (active > 0 && n < p.minBatch()) {
 			return // a finishing job wakes us
 		}
+		if p.fresh.Swap(false) {
+			p.cursor = nil
+		}
+		after := p.cursor
 		cctx, cancel := context.WithTimeout(workCtx, callTimeout)
 		jobs, err := p.e.store.JobClaim(cctx, store.ClaimParams{Queue: p.cfg.Queue, Max: n, Owner: p.e.cfg.Node,
-			Capabilities: p.caps, PreferWindow: p.e.cfg.PreferWindow})
+			Capabilities: p.caps, PreferWindow: p.e.cfg.PreferWindow, After: after})
 		cancel()
 		if err != nil {
 			if workCtx.Err() != nil {
@@ -99,9 +120,16 @@ func (p *producer) claim(ctx, workCtx, jobBase context.Context, h *health) {
 		for _, j := range jobs {
 			p.start(workCtx, jobBase, j)
 		}
-		if len(jobs) < n {
+		p.cursor = nil
+		if len(jobs) == n {
+			p.cursor = store.CursorOf(jobs[len(jobs)-1])
+			continue
+		}
+		if after == nil {
 			return
 		}
+		// A short claim after the cursor: jobs may wait ahead of it (a
+		// lock that was busy, a job skipped as locked): look from the top.
 	}
 }
 

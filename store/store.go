@@ -218,6 +218,26 @@ type ClaimParams struct {
 	// PreferWindow: see Capabilities. Zero means no window: a job's
 	// prefers never hold it back.
 	PreferWindow time.Duration
+	// After, when set, limits the claim to jobs that come after it in
+	// claim order (priority, run_at, id). A claimer draining a backlog
+	// passes the last job of its previous claim, so that the claim starts
+	// where the last one stopped instead of walking past the index entries
+	// of every job claimed since vacuum last ran. It must drop the cursor
+	// whenever a job may have become available ahead of it (a wake-up, a
+	// poll, a short claim).
+	After *ClaimCursor
+}
+
+// ClaimCursor is a position in claim order.
+type ClaimCursor struct {
+	Priority int
+	RunAt    time.Time
+	ID       uuid.UUID
+}
+
+// CursorOf returns j's position in claim order.
+func CursorOf(j *job.Job) *ClaimCursor {
+	return &ClaimCursor{Priority: j.Priority, RunAt: j.RunAt, ID: j.ID}
 }
 
 // Lease identifies a claim: the job and the token its claim issued.

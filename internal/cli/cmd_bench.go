@@ -26,7 +26,7 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	mode := fs.String("mode", "all", "all, "+strings.Join(bench.Modes, ", ")+" or "+bench.ModeSteady+" (not part of all)")
 	jobs := fs.Int("jobs", 200_000, "backlog size of the throughput mode")
 	duration := fs.Duration("duration", 30*time.Second, "length of the continuous and latency modes")
-	concurrency := fs.Int("concurrency", 200, "worker goroutines")
+	concurrency := fs.Int("concurrency", 1000, "worker goroutines")
 	rate := fs.Int("rate", 100, "latency mode: single inserts per second")
 	keep := fs.Bool("keep", false, "leave the bench queue's jobs in the database")
 	asJSON := fs.Bool("json", false, "print the figures as one JSON object")

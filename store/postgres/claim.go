@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"jobd/job"
 	"jobd/store"
@@ -15,6 +16,16 @@ import (
 // of them fails, and is retried the same way.
 const claimRetries = 5
 
+// claimAfterSQL is claimSQL that starts after a cursor ($8, $9, $10): a
+// second statement rather than an optional condition, so that the cursor
+// is an index condition of the claim index (where the scan starts), not a
+// filter applied after walking from the index's first entry.
+var claimAfterSQL = strings.Replace(claimSQL, claimAfterMark,
+	claimAfterMark+"\n      AND (priority, run_at, id) > ($8::integer, $9::timestamptz, $10::uuid)", 1)
+
+// claimAfterMark is the line of claim.sql after which the cursor goes.
+const claimAfterMark = "      AND queue = $2"
+
 // JobClaim moves up to params.Max available jobs to running, in one
 // statement. See store.Store.
 func (s *Store) JobClaim(ctx context.Context, params store.ClaimParams) ([]*job.Job, error) {
@@ -25,9 +36,13 @@ func (s *Store) JobClaim(ctx context.Context, params store.ClaimParams) ([]*job.
 	if caps == nil {
 		caps = []string{}
 	}
+	query, args := claimSQL, []any{s.now(), params.Queue, params.Max, params.Owner,
+		caps, nullText(params.WorkerID), params.PreferWindow}
+	if a := params.After; a != nil {
+		query, args = claimAfterSQL, append(args, a.Priority, a.RunAt, a.ID)
+	}
 	for try := 0; ; try++ {
-		rows, err := s.pool.Query(ctx, claimSQL, s.now(), params.Queue, params.Max, params.Owner,
-			caps, nullText(params.WorkerID), params.PreferWindow)
+		rows, err := s.pool.Query(ctx, query, args...)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: claim from %q: %w", params.Queue, err)
 		}

@@ -87,6 +87,8 @@ func checkPlans(t *testing.T, conn *pgx.Conn, big bool) {
 		anyPlanWhenEmpty bool
 	}{
 		{"claim", claimSQL, []string{"NULL", "'q1'", fmt.Sprint(batch), "'me'", "'{}'", "NULL", "'0s'"}, "jobd_jobs_claim", false},
+		{"claim_after", claimAfterSQL, []string{"NULL", "'q1'", fmt.Sprint(batch), "'me'", "'{}'", "NULL", "'0s'",
+			"100", "now()", "'00000000-0000-0000-0000-000000000000'"}, "jobd_jobs_claim", false},
 		{"finish_succeeded", finishSucceededSQL, []string{"NULL", arr(ids), arr(tokens), arr(nulls)}, "jobd_jobs_pkey", true},
 		{"finish", finishSQL, []string{"NULL", arr(ids), arr(tokens), arr(statuses), arr(nulls), arr(strs), arr(falses), arr(zeros)}, "jobd_jobs_pkey", true},
 		{"heartbeat", heartbeatSQL, []string{"NULL", arr(ids), arr(tokens), "'me'"}, "jobd_jobs_pkey", true},
@@ -112,11 +114,16 @@ func checkPlans(t *testing.T, conn *pgx.Conn, big bool) {
 				t.Fatal(err)
 			}
 			var scans []string
+			cursorInIndex := false
 			plans[0].Plan.walk(func(n *planNode) {
 				if n.Relation == "jobd_jobs" && n.Type != "ModifyTable" {
 					scans = append(scans, strings.TrimSpace(n.Type+" "+n.Index))
 				}
+				cursorInIndex = cursorInIndex || (n.Index == "jobd_jobs_claim" && strings.Contains(n.Cond, "ROW(priority, run_at, id) >"))
 			})
+			if st.name == "claim_after" && !cursorInIndex {
+				t.Errorf("%s, %s: the cursor is not where the claim index scan starts (no ROW(...) > in its Index Cond)", table, mode)
+			}
 			where := fmt.Sprintf("%s, %s: %s reads jobd_jobs by %q", table, mode, st.name, scans)
 			found := false
 			for _, s := range scans {
@@ -140,6 +147,7 @@ type planNode struct {
 	Type     string     `json:"Node Type"`
 	Relation string     `json:"Relation Name"`
 	Index    string     `json:"Index Name"`
+	Cond     string     `json:"Index Cond"`
 	Plans    []planNode `json:"Plans"`
 }
 

@@ -84,6 +84,10 @@ func claimCandidates(ctx context.Context, tx *sql.Tx, params store.ClaimParams, 
 	if !caps.Valid {
 		caps = sql.NullString{String: "[]", Valid: true}
 	}
+	after, afterPriority, afterRunAt, afterID := 0, any(nil), any(nil), any(nil)
+	if c := params.After; c != nil {
+		after, afterPriority, afterRunAt, afterID = 1, c.Priority, c.RunAt.UnixMicro(), c.ID.String()
+	}
 	rows, err := tx.QueryContext(ctx, claimCandidatesSQL,
 		sql.Named("queue", params.Queue),
 		sql.Named("now", now),
@@ -91,6 +95,10 @@ func claimCandidates(ctx context.Context, tx *sql.Tx, params store.ClaimParams, 
 		sql.Named("caps", caps.String),
 		sql.Named("worker", sql.NullString{String: params.WorkerID, Valid: params.WorkerID != ""}),
 		sql.Named("window", params.PreferWindow.Microseconds()),
+		sql.Named("after", after),
+		sql.Named("after_priority", afterPriority),
+		sql.Named("after_run_at", afterRunAt),
+		sql.Named("after_id", afterID),
 	)
 	if err != nil {
 		return nil, err

@@ -18,6 +18,7 @@ func TestQueryPlans(t *testing.T) {
 		sql.Named("after_at", int64(0)), sql.Named("after_id", ""),
 		sql.Named("batch", "[]"), sql.Named("owner", ""),
 		sql.Named("caps", "[]"), sql.Named("worker", nil), sql.Named("window", int64(0)),
+		sql.Named("after", 0), sql.Named("after_priority", nil), sql.Named("after_run_at", nil),
 	}
 	for _, tc := range []struct {
 		name, query string

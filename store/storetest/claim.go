@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"jobd/job"
+	"jobd/store"
 )
 
 var claimTests = []test{
@@ -21,6 +22,7 @@ var claimTests = []test{
 	{"PausedQueue", testClaimPausedQueue},
 	{"OtherQueues", testClaimOtherQueues},
 	{"Concurrent", testClaimConcurrent},
+	{"AfterCursor", testClaimAfterCursor},
 }
 
 // orderFixture inserts four jobs whose best-first order is the returned
@@ -70,6 +72,40 @@ func testClaimFutureRunAt(t *testing.T, e *env) {
 	if got := e.claimOne(t, job.DefaultQueue); got.ID != j.ID {
 		t.Fatalf("claimed %s, want %s", got.ID, j.ID)
 	}
+}
+
+// testClaimAfterCursor: a claim with a cursor takes only jobs after it in
+// claim order, best first; one without takes the best job again.
+func testClaimAfterCursor(t *testing.T, e *env) {
+	order := orderFixture(t, e) // urgent, early, late1, late2
+	ctx := t.Context()
+	got, err := e.s.JobClaim(ctx, store.ClaimParams{Queue: job.DefaultQueue, Max: 2, Owner: "me",
+		After: store.CursorOf(order[0])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].ID != order[1].ID || got[1].ID != order[2].ID {
+		t.Fatalf("claim after %s took %v, want early and late1", order[0].Kind, kinds(got))
+	}
+	got, err = e.s.JobClaim(ctx, store.ClaimParams{Queue: job.DefaultQueue, Max: 5, Owner: "me",
+		After: store.CursorOf(order[3])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 {
+		t.Fatalf("claim after the last job took %v", kinds(got))
+	}
+	if j := e.claimOne(t, job.DefaultQueue); j.ID != order[0].ID {
+		t.Fatalf("claim without a cursor took %s, want urgent", j.Kind)
+	}
+}
+
+func kinds(js []*job.Job) []string {
+	out := make([]string, len(js))
+	for i, j := range js {
+		out[i] = j.Kind
+	}
+	return out
 }
 
 func testClaimMax(t *testing.T, e *env) {

@@ -9,6 +9,8 @@ SELECT j.id, j.lock_key
 FROM jobd_jobs AS j
 WHERE j.state = 'queued'
   AND j.queue = :queue
+  -- The claimer's cursor (:after 1 when set): only jobs after it.
+  AND (:after = 0 OR (j.priority, j.run_at, j.id) > (:after_priority, :after_run_at, :after_id))
   AND j.run_at <= :now
   AND NOT EXISTS (
       SELECT 1 FROM jobd_queues AS q WHERE q.name = :queue AND q.paused)
