@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
+
 	"jobd/clock"
 	"jobd/job"
 	"jobd/store"
@@ -47,6 +49,8 @@ type Engine struct {
 	// (a job can be claimed again, here, while a handler that lost its
 	// lease still runs).
 	running map[*execution]struct{}
+	// byJob indexes running by job id, for the cancel notifications.
+	byJob map[uuid.UUID][]*execution
 	// jobEnded receives (without blocking) each time a running job ends,
 	// for the shutdown to recount.
 	jobEnded chan struct{}
@@ -57,7 +61,7 @@ type Engine struct {
 	started atomic.Bool
 	led     atomic.Bool // this node was the maintenance leader at some point
 	// hub fans the store's wake-ups out to Subscribe's subscribers.
-	hub wakeup.Hub
+	hub wakeup.Hub[string]
 	// startedAt is when New ran: the offline sweep's grace period starts.
 	startedAt time.Time
 }
@@ -85,6 +89,7 @@ func New(cfg Config) (*Engine, error) {
 		handlers:  make(map[string]handlerFunc),
 		producers: make(map[string]*producer, len(cfg.Queues)),
 		running:   make(map[*execution]struct{}),
+		byJob:     make(map[uuid.UUID][]*execution),
 		jobEnded:  make(chan struct{}, 1),
 		renewKick: make(chan struct{}, 1),
 	}
@@ -189,12 +194,15 @@ func (e *Engine) Run(ctx context.Context) error {
 	return nil
 }
 
-// listen turns the store's wake-ups into producer wake-ups until ctx ends.
+// listen turns the store's notifications into producer wake-ups and
+// cancels of the running jobs whose cancel was requested, until ctx ends.
+// A cancel missed meanwhile (a reconnection) is seen at the job's next
+// heartbeat.
 func (e *Engine) listen(ctx context.Context) {
-	h := health{log: e.log, what: "listen for wake-ups"}
+	h := health{log: e.log, what: "listen for notifications"}
 	delay := retryMin
 	for {
-		err := e.store.Listen(ctx, e.wakeQueue)
+		err := e.store.Listen(ctx, e.notified)
 		if ctx.Err() != nil {
 			return
 		}
@@ -203,6 +211,27 @@ func (e *Engine) listen(ctx context.Context) {
 			return
 		}
 		delay = nextRetry(delay)
+	}
+}
+
+// notified handles one notification of the store's Listen.
+func (e *Engine) notified(n store.Notification) {
+	if n.CancelJob != uuid.Nil {
+		e.cancelJob(n.CancelJob)
+		return
+	}
+	e.wakeQueue(n.Queue)
+}
+
+// cancelJob cancels, with ErrCancelRequested, the handlers of job id that
+// run on this node, if any.
+func (e *Engine) cancelJob(id uuid.UUID) {
+	e.mu.Lock()
+	xs := append([]*execution(nil), e.byJob[id]...)
+	e.mu.Unlock()
+	for _, x := range xs {
+		e.log.Debug("engine: cancel requested; cancelling the handler", "job_id", id, "kind", x.job.Kind, "attempt", x.job.Attempt)
+		x.cancel(ErrCancelRequested)
 	}
 }
 
@@ -223,8 +252,28 @@ func (e *Engine) wakeQueue(queue string) {
 func (e *Engine) track(x *execution) {
 	e.mu.Lock()
 	e.running[x] = struct{}{}
+	id := x.job.ID
+	e.byJob[id] = append(e.byJob[id], x)
 	e.mu.Unlock()
 	e.scheduleRenewal(x)
+}
+
+// untrackLocked removes x from the running jobs; e.mu is held.
+func (e *Engine) untrackLocked(x *execution) {
+	delete(e.running, x)
+	id := x.job.ID
+	xs := e.byJob[id]
+	for i, y := range xs {
+		if y == x {
+			xs = append(xs[:i], xs[i+1:]...)
+			break
+		}
+	}
+	if len(xs) == 0 {
+		delete(e.byJob, id)
+	} else {
+		e.byJob[id] = xs
+	}
 }
 
 // end hands x's outcome to the finisher and removes x from the running
@@ -235,7 +284,7 @@ func (e *Engine) end(x *execution, out store.Outcome) {
 	e.mu.Lock()
 	_, ok := e.running[x]
 	if ok {
-		delete(e.running, x)
+		e.untrackLocked(x)
 		e.fin.add(x.finishItem(out))
 	}
 	e.mu.Unlock()
@@ -287,6 +336,7 @@ func (e *Engine) drain() {
 		xs = append(xs, x)
 	}
 	clear(e.running)
+	clear(e.byJob)
 	e.mu.Unlock()
 	for _, x := range xs {
 		e.log.Error("engine: handler still running after its cancel; releasing its job without waiting for it",

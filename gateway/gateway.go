@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"jobd/clock"
@@ -177,9 +176,6 @@ type Gateway struct {
 	upstreams map[string]*upstream
 	client    *http.Client
 	maxBody   int64 // request body limit of an async request
-
-	mu      sync.Mutex
-	running map[*call]struct{} // upstream calls in flight on this node
 }
 
 // upstream is a configured Upstream with its proxy for synchronous calls.
@@ -202,7 +198,6 @@ func New(cfg Config) (*Gateway, error) {
 		clock:     cfg.Clock,
 		node:      cfg.Engine.Node(),
 		upstreams: make(map[string]*upstream, len(cfg.Upstreams)),
-		running:   make(map[*call]struct{}),
 		// Base64 makes the body 4/3 larger in the args; the rest of the
 		// request (headers, path) must fit too, which the insert checks.
 		maxBody: int64(cfg.MaxArgsBytes) / 4 * 3,

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"jobd/engine"
 )
 
@@ -23,10 +21,6 @@ const maxRetryAfter = time.Hour
 // drainLimit is how much of a discarded body is read so that its
 // connection can serve another call; beyond it the connection is closed.
 const drainLimit = 256 << 10
-
-// errAborted is the cause of an upstream call's context when the request
-// was canceled through this node (PUT .../cancel).
-var errAborted = errors.New("async request canceled")
 
 // perform is the handler of Kind: it sends the request upstream and
 // returns the response. A 5xx, a connection error or a timeout is a
@@ -38,12 +32,6 @@ func (g *Gateway) perform(ctx context.Context, j *engine.Job[Request]) (Response
 	up := g.upstreams[req.Upstream]
 	if up == nil {
 		return Response{}, engine.Permanent(fmt.Errorf("upstream %q is not configured on node %s", req.Upstream, g.node))
-	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	if j.Job != nil {
-		c := g.track(j.ID, cancel)
-		defer g.untrack(c)
 	}
 	ctx, stop := context.WithTimeoutCause(ctx, up.Timeout, errTimeout)
 	defer stop()
@@ -150,40 +138,4 @@ func retryAfter(v string, now time.Time) (time.Duration, bool) {
 		return 0, false
 	}
 	return min(d, maxRetryAfter), true
-}
-
-// call is one upstream call in flight on this node.
-type call struct {
-	id     uuid.UUID
-	cancel context.CancelCauseFunc
-}
-
-func (g *Gateway) track(id uuid.UUID, cancel context.CancelCauseFunc) *call {
-	c := &call{id: id, cancel: cancel}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.running[c] = struct{}{}
-	return c
-}
-
-func (g *Gateway) untrack(c *call) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	delete(g.running, c)
-}
-
-// abort cancels the upstream calls of job id running on this node, and
-// reports whether there was one. A job running on another node stops
-// when that node's engine sees the cancel request (its next heartbeat).
-func (g *Gateway) abort(id uuid.UUID) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	found := false
-	for c := range g.running {
-		if c.id == id {
-			c.cancel(errAborted)
-			found = true
-		}
-	}
-	return found
 }

@@ -192,13 +192,14 @@ func (g *Gateway) replay(w http.ResponseWriter, j *job.Job) error {
 }
 
 // cancel: PUT {id}/cancel. A queued request is canceled at once; a
-// running one is asked to stop, and its upstream call, when it runs on
-// this node, is aborted now.
+// running one is asked to stop: the engine running it, on any node, hears
+// of it at once (store.Store.Listen) and cancels the handler's context,
+// which aborts the upstream call.
 func (g *Gateway) cancel(w http.ResponseWriter, r *http.Request, id uuid.UUID) error {
 	if _, err := g.lookup(r, id); err != nil {
 		return err
 	}
-	j, err := g.store.JobCancel(r.Context(), id)
+	_, err := g.store.JobCancel(r.Context(), id)
 	switch {
 	case errors.Is(err, job.ErrNotFound):
 		return errNoRequest
@@ -206,9 +207,6 @@ func (g *Gateway) cancel(w http.ResponseWriter, r *http.Request, id uuid.UUID) e
 		return problemf(http.StatusConflict, "", "the async request is already done; fetch or delete its result")
 	case err != nil:
 		return err
-	}
-	if j.State == job.StateRunning {
-		g.abort(id)
 	}
 	writeJSON(w, http.StatusOK, "application/json", map[string]bool{"result": true})
 	return nil

@@ -93,6 +93,8 @@ type Store interface {
 	// "cancel-requested"), and returns the job. It is idempotent: for a
 	// running job whose cancel was already requested it returns the job and
 	// writes nothing. job.ErrWrongState when the job is already final.
+	// Asking a running job to stop notifies its holder at once, whatever
+	// its node (see Listen), once the request has committed.
 	JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error)
 	// JobRetry puts a failed or canceled job back to queued with its
 	// attempts reset and run_at now; job.ErrWrongState otherwise,
@@ -183,12 +185,26 @@ type Store interface {
 	// Wake tells the workers of queues, on every node sharing the database,
 	// that jobs may be available.
 	Wake(ctx context.Context, queues ...string) error
-	// Listen calls wake with a queue name each time jobs may have become
-	// available in it (an insert, a retry, a rescue, a release, a Wake) on
-	// any node, until ctx ends. wake("") means "any queue" and is sent
-	// after a reconnection, when notifications may have been missed.
-	// Listen survives database restarts, reconnecting with backoff.
-	Listen(ctx context.Context, wake func(queue string)) error
+	// Listen calls notify, until ctx ends, with a Notification each time
+	// jobs may have become available in a queue (an insert, a retry, a
+	// rescue, a release, a Wake) and each time the cancel of a running job
+	// is requested (JobCancel; a repeated cancel, which writes nothing,
+	// need not notify again), on any node. Notification{} (Queue "") means
+	// "any queue" and is sent after a reconnection, when notifications may
+	// have been missed: a missed cancel is then seen at the holder's next
+	// heartbeat. Listen survives database restarts, reconnecting with
+	// backoff. notify must not block.
+	Listen(ctx context.Context, notify func(Notification)) error
+}
+
+// Notification is one thing Listen reports.
+type Notification struct {
+	// Queue names a queue where jobs may have become available; "" after a
+	// reconnection means any queue (notifications may have been missed).
+	Queue string
+	// CancelJob, when not zero, is a running job whose cancel was just
+	// requested; Queue is then empty.
+	CancelJob uuid.UUID
 }
 
 // InsertResult is the outcome of one insert.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"jobd/clock"
@@ -97,9 +98,12 @@ func listenUntilReady(t *testing.T, s *Store) <-chan string {
 	ctx := t.Context()
 	go func() {
 		defer close(done)
-		err := s.Listen(ctx, func(q string) {
+		err := s.Listen(ctx, func(n store.Notification) {
+			if n.CancelJob != uuid.Nil {
+				return
+			}
 			select {
-			case wakes <- q:
+			case wakes <- n.Queue:
 			default: // a test that needs them all reads them in time
 			}
 		})

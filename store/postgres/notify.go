@@ -5,7 +5,18 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"jobd/store"
+)
+
+// The notification channels: jobd_wake carries a queue name (wake.sql and
+// the writes that make jobs available), jobd_cancel the id of a running
+// job whose cancel was requested (cancel.sql).
+const (
+	wakeChannel   = "jobd_wake"
+	cancelChannel = "jobd_cancel"
 )
 
 // Listen's reconnection backoff: it doubles from the first to the cap, and
@@ -27,29 +38,31 @@ func (s *Store) Wake(ctx context.Context, queues ...string) error {
 	return nil
 }
 
-// Listen calls wake with a queue name for each notification on jobd_wake,
-// from any node, until ctx ends; then it returns nil. It holds a dedicated
-// connection, outside the pool. When that connection fails it reconnects
-// with backoff, and once it listens again it calls wake("") since
-// notifications may have been missed meanwhile. The backoff waits in real
+// Listen calls notify with a Notification for each notification on
+// jobd_wake (Queue) and jobd_cancel (CancelJob), from any node, until ctx
+// ends; then it returns nil. It holds a dedicated connection, outside the
+// pool, listening to both channels. When that connection fails it
+// reconnects with backoff, and once it listens again it calls
+// notify(Notification{}) since notifications may have been missed
+// meanwhile. The backoff waits in real
 // time, whatever the store's clock: it paces attempts to reach a real
 // server, and a fake clock that nobody advances would stall it for good.
-func (s *Store) Listen(ctx context.Context, wake func(queue string)) error {
+func (s *Store) Listen(ctx context.Context, notify func(store.Notification)) error {
 	backoff := listenBackoffFirst
 	missed := false // a connection failed: notifications may have been lost
 	for {
 		err := s.listen(ctx, func() {
 			if missed {
-				wake("")
+				notify(store.Notification{})
 			}
 			missed = false
 			backoff = listenBackoffFirst
-		}, wake)
+		}, notify)
 		if ctx.Err() != nil {
 			return nil
 		}
 		missed = true
-		s.logger.Warn("jobd: listen for wake-ups failed, reconnecting", "err", err, "backoff", backoff)
+		s.logger.Warn("jobd: listen for notifications failed, reconnecting", "err", err, "backoff", backoff)
 		timer := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
@@ -63,7 +76,7 @@ func (s *Store) Listen(ctx context.Context, wake func(queue string)) error {
 
 // listen runs one connection until it fails or ctx ends, calling listening
 // once LISTEN is in effect.
-func (s *Store) listen(ctx context.Context, listening func(), wake func(queue string)) error {
+func (s *Store) listen(ctx context.Context, listening func(), notify func(store.Notification)) error {
 	conn, err := pgx.ConnectConfig(ctx, s.listenTo)
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
@@ -82,6 +95,16 @@ func (s *Store) listen(ctx context.Context, listening func(), wake func(queue st
 		if err != nil {
 			return fmt.Errorf("wait for notification: %w", err)
 		}
-		wake(n.Payload)
+		switch n.Channel {
+		case wakeChannel:
+			notify(store.Notification{Queue: n.Payload})
+		case cancelChannel:
+			id, err := uuid.Parse(n.Payload)
+			if err != nil {
+				s.logger.Warn("jobd: ignoring a malformed cancel notification", "payload", n.Payload, "err", err)
+				continue
+			}
+			notify(store.Notification{CancelJob: id})
+		}
 	}
 }

@@ -5,9 +5,9 @@
 // lease token, and which appends its journal rows through a data-modifying
 // CTE. Claims take many jobs per statement with FOR UPDATE SKIP LOCKED;
 // finishes, heartbeats and inserts are batched with unnest. Wake-ups travel
-// by LISTEN/NOTIFY on the channel jobd_wake, so any number of nodes can
-// share one database. The statements live in sql/*.sql, the schema in
-// migrations/*.up.sql.
+// by LISTEN/NOTIFY on the channel jobd_wake, and cancel requests of running
+// jobs on jobd_cancel, so any number of nodes can share one database. The
+// statements live in sql/*.sql, the schema in migrations/*.up.sql.
 package postgres
 
 import (

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"jobd/job"
+	"jobd/store"
 )
 
 // JobCancel cancels a queued job at once or asks a running one to stop;
@@ -18,7 +19,9 @@ import (
 // job whose cancel was already requested returns it unchanged.
 func (s *Store) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 	var j *job.Job
+	requested := false // this call asked a running job to stop
 	err := s.jobsTx(ctx, func(tx *jobWrite) error {
+		requested = false
 		cur, err := scanJob(tx.QueryRowContext(ctx, jobGetSQL, id.String()))
 		if err != nil {
 			return err
@@ -35,6 +38,7 @@ func (s *Store) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 			return nil
 		case cur.State == job.StateRunning:
 			query, kind = cancelRunningSQL, job.EventCancelRequested
+			requested = true
 		default:
 			return fmt.Errorf("job is %s: %w", cur.State, job.ErrWrongState)
 		}
@@ -49,6 +53,11 @@ func (s *Store) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: cancel job %s: %w", id, err)
+	}
+	if requested {
+		// After the commit, so that the holder's engine, whatever it does
+		// next, sees the request in the database too.
+		s.hub.Send(store.Notification{CancelJob: id})
 	}
 	return j, nil
 }
@@ -87,7 +96,7 @@ func (s *Store) JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: retry job %s: %w", id, err)
 	}
-	s.hub.Send(j.Queue)
+	s.wakeQueue(j.Queue)
 	return j, nil
 }
 

@@ -90,7 +90,7 @@ func (s *Store) QueueSetPaused(ctx context.Context, queue string, paused bool) e
 		return fmt.Errorf("sqlite: pause queue %q: %w", queue, err)
 	}
 	if !paused {
-		s.hub.Send(queue)
+		s.wakeQueue(queue)
 	}
 	return nil
 }

@@ -64,7 +64,7 @@ type Store struct {
 	// lastStamp is the last updated_at this Store gave (see jobWrite).
 	lastStamp atomic.Int64
 
-	hub       *wakeup.Hub
+	hub       *wakeup.Hub[store.Notification]
 	scheduler *wakeup.Scheduler
 	closeOnce sync.Once
 	closeErr  error
@@ -148,7 +148,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 
 	s.hub = acquireHub(abs)
-	s.scheduler = wakeup.NewScheduler(s.clock, s.hub.Send)
+	s.scheduler = wakeup.NewScheduler(s.clock, s.wakeQueue)
 	return s, nil
 }
 

@@ -5,12 +5,13 @@ import (
 	"sync"
 	"time"
 
+	"jobd/store"
 	"jobd/store/wakeup"
 )
 
 // hubs holds one wakeup.Hub per database file in this process, so that
 // Store values opened on the same file (two "nodes" in one test, say) see
-// each other's wake-ups. Entries are counted by their open Stores and
+// each other's notifications (wake-ups and cancel requests). Entries are counted by their open Stores and
 // dropped with the last one.
 var hubs = struct {
 	sync.Mutex
@@ -18,12 +19,12 @@ var hubs = struct {
 }{m: make(map[string]*sharedHub)}
 
 type sharedHub struct {
-	hub  wakeup.Hub
+	hub  wakeup.Hub[store.Notification]
 	refs int
 }
 
 // acquireHub returns the hub of the file at abs (a cleaned absolute path).
-func acquireHub(abs string) *wakeup.Hub {
+func acquireHub(abs string) *wakeup.Hub[store.Notification] {
 	hubs.Lock()
 	defer hubs.Unlock()
 	h, ok := hubs.m[abs]
@@ -51,19 +52,26 @@ func releaseHub(abs string) {
 // that queues may have jobs. With no queue it wakes them for any queue.
 func (s *Store) Wake(ctx context.Context, queues ...string) error {
 	if len(queues) == 0 {
-		s.hub.Send("")
+		s.wakeQueue("")
 	}
 	for _, q := range queues {
-		s.hub.Send(q)
+		s.wakeQueue(q)
 	}
 	return nil
 }
 
-// Listen calls wake with a queue name each time jobs may have become
-// available in it, until ctx ends; then it returns nil. wake must not
-// block: it runs on the goroutine of the write that woke it.
-func (s *Store) Listen(ctx context.Context, wake func(queue string)) error {
-	unsubscribe := s.hub.Subscribe(wake)
+// wakeQueue tells this file's listeners that queue may have jobs ("" for
+// any queue).
+func (s *Store) wakeQueue(queue string) {
+	s.hub.Send(store.Notification{Queue: queue})
+}
+
+// Listen calls notify each time jobs may have become available in a queue
+// or the cancel of a running job is requested, until ctx ends; then it
+// returns nil. notify must not block: it runs on the goroutine of the
+// write that sent the notification, once that write has committed.
+func (s *Store) Listen(ctx context.Context, notify func(store.Notification)) error {
+	unsubscribe := s.hub.Subscribe(notify)
 	defer unsubscribe()
 	<-ctx.Done()
 	return nil
@@ -94,7 +102,7 @@ func (w *wakeups) add(queue string, runAt int64) {
 func (s *Store) send(w *wakeups) {
 	for q, at := range w.queues {
 		if at <= w.now {
-			s.hub.Send(q)
+			s.wakeQueue(q)
 		} else {
 			s.scheduler.At(q, time.UnixMicro(at))
 		}

@@ -6,8 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"jobd/clock"
 	"jobd/job"
+	"jobd/store"
 )
 
 // listen runs s.Listen until the test ends and returns the queues it is
@@ -19,9 +22,12 @@ func listen(t *testing.T, s *Store) <-chan string {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- s.Listen(ctx, func(q string) {
+		done <- s.Listen(ctx, func(n store.Notification) {
+			if n.CancelJob != uuid.Nil {
+				return
+			}
 			select {
-			case got <- q:
+			case got <- n.Queue:
 			default:
 			}
 		})

@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"jobd/job"
+	"jobd/store"
 )
 
 var wakeupTests = []test{
@@ -18,6 +21,8 @@ var wakeupTests = []test{
 	{"RetryDue", testWakeRetryDue},
 	{"Release", testWakeRelease},
 	{"Rescue", testWakeRescue},
+	{"CancelRunning", testWakeCancelRunning},
+	{"CancelQueued", testWakeCancelQueued},
 }
 
 // waitLimit bounds every wait for a wake-up. It is a deadline for a test
@@ -27,7 +32,7 @@ const waitLimit = 5 * time.Second
 // listener collects what a store's Listen reports.
 type listener struct {
 	e        *env
-	ch       chan string
+	ch       chan store.Notification
 	stopped  chan struct{}
 	err      error // Listen's return, once stopped is closed
 	overflow atomic.Bool
@@ -37,13 +42,13 @@ type listener struct {
 // listen runs Listen until the test ends and returns once it receives wake-ups.
 func (e *env) listen(t *testing.T) *listener {
 	t.Helper()
-	l := &listener{e: e, ch: make(chan string, 4096), stopped: make(chan struct{})}
+	l := &listener{e: e, ch: make(chan store.Notification, 4096), stopped: make(chan struct{})}
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() {
 		defer close(l.stopped)
-		l.err = e.s.Listen(ctx, func(queue string) {
+		l.err = e.s.Listen(ctx, func(n store.Notification) {
 			select {
-			case l.ch <- queue:
+			case l.ch <- n:
 			default:
 				l.overflow.Store(true)
 			}
@@ -68,8 +73,8 @@ func (l *listener) ready(t *testing.T) {
 		retry := time.NewTimer(50 * time.Millisecond)
 		for waiting := true; waiting; {
 			select {
-			case q := <-l.ch:
-				if q == probe {
+			case n := <-l.ch:
+				if n == (store.Notification{Queue: probe}) {
 					retry.Stop()
 					return
 				}
@@ -86,37 +91,52 @@ func (l *listener) ready(t *testing.T) {
 // waitFor waits for a wake-up naming queue, skipping others.
 func (l *listener) waitFor(t *testing.T, queue string) {
 	t.Helper()
+	l.waitUntil(t, fmt.Sprintf("wake-up for queue %q", queue), store.Notification{Queue: queue})
+}
+
+// waitCancel waits for the cancel notification of job id, skipping others.
+func (l *listener) waitCancel(t *testing.T, id uuid.UUID) {
+	t.Helper()
+	l.waitUntil(t, fmt.Sprintf("cancel notification for job %s", id), store.Notification{CancelJob: id})
+}
+
+// waitUntil waits for want and returns the notifications that came before
+// it.
+func (l *listener) waitUntil(t *testing.T, what string, want store.Notification) []store.Notification {
+	t.Helper()
 	deadline := time.NewTimer(waitLimit)
 	defer deadline.Stop()
+	var before []store.Notification
 	for {
 		select {
-		case q := <-l.ch:
-			if q == queue {
-				return
+		case n := <-l.ch:
+			if n == want {
+				return before
 			}
+			before = append(before, n)
 		case <-l.stopped:
 			t.Fatalf("Listen returned early: %v", l.err)
 		case <-deadline.C:
 			if l.overflow.Load() {
-				t.Fatalf("wake-ups overflowed the test's buffer")
+				t.Fatalf("notifications overflowed the test's buffer")
 			}
-			t.Fatalf("no wake-up for queue %q within %s", queue, waitLimit)
+			t.Fatalf("no %s within %s", what, waitLimit)
 		}
 	}
 }
 
-// drain discards every wake-up sent so far: it Wakes a fresh marker queue
-// and reads up to it. Wake-ups arrive in the order they were sent (on
-// PostgreSQL, notifications come in commit order), so a wake-up that
+// drain reads every notification sent so far and returns them: it Wakes
+// a fresh marker queue and reads up to it. Notifications arrive in the
+// order they were sent (on PostgreSQL, in commit order), so one that
 // arrives after drain was sent after it.
-func (l *listener) drain(t *testing.T) {
+func (l *listener) drain(t *testing.T) []store.Notification {
 	t.Helper()
 	l.markers++
 	marker := fmt.Sprintf("storetest-marker-%d", l.markers)
 	if err := l.e.s.Wake(t.Context(), marker); err != nil {
 		t.Fatalf("Wake: %v", err)
 	}
-	l.waitFor(t, marker)
+	return l.waitUntil(t, fmt.Sprintf("wake-up for marker queue %q", marker), store.Notification{Queue: marker})
 }
 
 func testWakeInsert(t *testing.T, e *env) {
@@ -184,4 +204,28 @@ func testWakeRescue(t *testing.T, e *env) {
 		t.Fatalf("rescued %d, want 1", n)
 	}
 	l.waitFor(t, "lost")
+}
+
+// testWakeCancelRunning: asking a running job to stop notifies its holder,
+// wherever it listens.
+func testWakeCancelRunning(t *testing.T, e *env) {
+	e.insert(t, job.InsertParams{Queue: "long", Kind: "k"})
+	c := e.claimOne(t, "long")
+	l := e.listen(t)
+	e.cancel(t, c.ID)
+	l.waitCancel(t, c.ID)
+}
+
+// testWakeCancelQueued: a queued job is canceled at once and nobody runs
+// it, so its cancel notifies no holder.
+func testWakeCancelQueued(t *testing.T, e *env) {
+	l := e.listen(t)
+	j := e.insert(t, job.InsertParams{Queue: "short", Kind: "k"})
+	l.drain(t)
+	wantState(t, e.cancel(t, j.ID), job.StateCanceled)
+	for _, n := range l.drain(t) {
+		if n.CancelJob != uuid.Nil {
+			t.Fatalf("cancel of a queued job sent %+v, want no cancel notification", n)
+		}
+	}
 }

@@ -1,7 +1,7 @@
 // Package wakeup holds the two small pieces that store drivers share to
-// wake idle workers: a Hub that fans "queue may have jobs" signals out to
-// in-process listeners, and a Scheduler that sends such a signal when a
-// delayed job's run_at passes.
+// wake idle workers: a Hub that fans signals ("queue may have jobs", "stop
+// that job") out to in-process listeners, and a Scheduler that sends a
+// queue's wake-up when a delayed job's run_at passes.
 package wakeup
 
 import (
@@ -11,19 +11,20 @@ import (
 	"jobd/clock"
 )
 
-// Hub fans wake-up signals out to listeners in this process.
-type Hub struct {
+// Hub fans signals of type T out to listeners in this process. The zero
+// value is ready to use.
+type Hub[T any] struct {
 	mu        sync.Mutex
 	next      int
-	listeners map[int]func(queue string)
+	listeners map[int]func(T)
 }
 
 // Subscribe registers fn until the returned function is called.
-func (h *Hub) Subscribe(fn func(queue string)) (unsubscribe func()) {
+func (h *Hub[T]) Subscribe(fn func(T)) (unsubscribe func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.listeners == nil {
-		h.listeners = make(map[int]func(string))
+		h.listeners = make(map[int]func(T))
 	}
 	id := h.next
 	h.next++
@@ -35,16 +36,16 @@ func (h *Hub) Subscribe(fn func(queue string)) (unsubscribe func()) {
 	}
 }
 
-// Send calls every listener with queue. Listeners must not block.
-func (h *Hub) Send(queue string) {
+// Send calls every listener with v. Listeners must not block.
+func (h *Hub[T]) Send(v T) {
 	h.mu.Lock()
-	fns := make([]func(string), 0, len(h.listeners))
+	fns := make([]func(T), 0, len(h.listeners))
 	for _, fn := range h.listeners {
 		fns = append(fns, fn)
 	}
 	h.mu.Unlock()
 	for _, fn := range fns {
-		fn(queue)
+		fn(v)
 	}
 }
 

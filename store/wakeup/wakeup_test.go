@@ -33,7 +33,7 @@ func TestSchedulerKeepsEarliestPerQueue(t *testing.T) {
 }
 
 func TestHubFansOut(t *testing.T) {
-	var h Hub
+	var h Hub[string]
 	var got []string
 	unsub := h.Subscribe(func(q string) { got = append(got, "1:"+q) })
 	h.Subscribe(func(q string) { got = append(got, "2:"+q) })

@@ -3,6 +3,8 @@
 -- with changed = false, unchanged, otherwise: already final, or running
 -- with its cancel already requested (a repeated cancel writes nothing, not
 -- even a second journal entry). No row when there is no such job.
+-- Asking a running job to stop notifies jobd_cancel with its id, which
+-- PostgreSQL delivers on commit, so that its holder stops it at once.
 WITH canceled AS (
     UPDATE jobd_jobs SET
         state = CASE WHEN state = 'queued' THEN 'canceled' ELSE state END,
@@ -19,6 +21,13 @@ journal AS (
            CASE WHEN state = 'canceled' THEN 'canceled' ELSE 'cancel-requested' END,
            attempt
     FROM canceled
+),
+-- A CTE that only reads runs only when the statement reads it, hence the
+-- join below. A repeated cancel updates nothing and so notifies nothing.
+notified AS (
+    SELECT count(pg_notify('jobd_cancel', id::text)) AS jobs
+    FROM canceled
+    WHERE state = 'running'
 )
 SELECT true AS changed,
        id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
@@ -26,7 +35,7 @@ SELECT true AS changed,
        idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
        last_error, created_at, started_at, finished_at, updated_at,
        requires, prefers
-FROM canceled
+FROM canceled, notified
 UNION ALL
 -- The statement's snapshot still shows the row as it was before; it is
 -- read only when the update matched nothing. When a concurrent

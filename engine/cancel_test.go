@@ -1,0 +1,119 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"jobd/engine"
+	"jobd/engine/builtin"
+	"jobd/internal/pgtest"
+	"jobd/job"
+	"jobd/store"
+)
+
+// heartbeatCounter is the real store, counting JobHeartbeat calls.
+type heartbeatCounter struct {
+	store.Store
+	n atomic.Int64
+}
+
+func (c *heartbeatCounter) JobHeartbeat(ctx context.Context, owner string, leases []store.Lease) ([]store.HeartbeatResult, error) {
+	c.n.Add(1)
+	return c.Store.JobHeartbeat(ctx, owner, leases)
+}
+
+// TestCancelReachesRunningJobAtOnce: with heartbeats and progress writes
+// an hour apart, only the store's cancel notification can stop a running
+// job; it must, whether the cancel comes through the engine's own store or
+// through another store on the same database (another node).
+func TestCancelReachesRunningJobAtOnce(t *testing.T) {
+	for _, name := range drivers {
+		for _, via := range []string{"SameNode", "OtherNode"} {
+			t.Run(name+"/"+via, func(t *testing.T) {
+				t.Parallel()
+				dsn := filepath.Join(t.TempDir(), "jobd.db")
+				if name == "postgres" {
+					dsn = pgtest.NewDatabase(t)
+				}
+				s := &heartbeatCounter{Store: openAt(t, name, dsn, true)}
+				canceler := store.Store(s)
+				if via == "OtherNode" {
+					canceler = openAt(t, name, dsn, false)
+				}
+				e := newEngine(t, s, newLogs(t), engine.Config{
+					Queues:            queue(1),
+					HeartbeatInterval: time.Hour,
+					ProgressInterval:  time.Hour,
+				})
+				start(t, e)
+				waitListening(t, e, s)
+
+				j := insert(t, s, job.InsertParams{
+					Kind:     builtin.KindSleep,
+					Args:     json.RawMessage(`{"ms":3600000,"steps":3600}`),
+					LeaseTTL: 3 * time.Hour, // renewed every hour, not every third of a minute
+				})
+				// Its first progress write is done: the next is an hour away.
+				waitJob(t, s, j.ID, "running, first progress written", func(j *job.Job) bool {
+					return j.State == job.StateRunning && j.Progress.Phase == builtin.PhaseSleeping
+				})
+				if _, err := canceler.JobCancel(context.Background(), j.ID); err != nil {
+					t.Fatalf("JobCancel: %v", err)
+				}
+				// Ten seconds would fail against an hourly heartbeat.
+				var got *job.Job
+				waitFor(t, 10*time.Second, "the job to end canceled", func() bool {
+					var err error
+					if got, err = s.JobGet(context.Background(), j.ID); err != nil {
+						t.Fatalf("JobGet: %v", err)
+					}
+					return got.State.Final()
+				})
+				if got.State != job.StateCanceled {
+					t.Fatalf("job ended %s (error %q), want canceled", got.State, got.LastError)
+				}
+				want := []job.EventKind{job.EventQueued, job.EventClaimed, job.EventCancelRequested, job.EventCanceled}
+				if kinds := eventKinds(t, s, j.ID); !slices.Equal(kinds, want) {
+					t.Errorf("journal %v, want %v", kinds, want)
+				}
+				if n := s.n.Load(); n != 0 {
+					t.Errorf("%d heartbeats: the cancel should have come by notification", n)
+				}
+			})
+		}
+	}
+}
+
+// waitListening returns once e's Listen delivers: it Wakes a probe queue
+// until e passes the wake-up on (nothing else says when LISTEN is in
+// effect).
+func waitListening(t *testing.T, e *engine.Engine, s store.Store) {
+	t.Helper()
+	const probe = "enginetest-probe"
+	heard := make(chan struct{}, 1)
+	unsubscribe := e.Subscribe(func(queue string) {
+		if queue == probe {
+			select {
+			case heard <- struct{}{}:
+			default:
+			}
+		}
+	})
+	defer unsubscribe()
+	waitFor(t, 30*time.Second, "the engine to listen", func() bool {
+		select {
+		case <-heard:
+			return true
+		default:
+		}
+		if err := s.Wake(context.Background(), probe); err != nil {
+			t.Fatalf("Wake: %v", err)
+		}
+		return false
+	})
+}
