@@ -182,6 +182,25 @@ type Store interface {
 	// It returns how many it marked.
 	WorkerMarkOffline(ctx context.Context, cutoff time.Time) (int, error)
 
+	// ProcessGet returns a process with the page of its history that page
+	// selects, or job.ErrNotFound.
+	ProcessGet(ctx context.Context, namespace, id string, page HistoryPage) (*Process, error)
+	// ProcessList returns the processes of a namespace (without history),
+	// by id ascending, and the total count of matches.
+	ProcessList(ctx context.Context, params ProcessListParams) ([]Process, int64, error)
+	// ProcessTaskFinish applies a process task's result in one
+	// transaction, fenced by the task's lease token (job.ErrLeaseLost when
+	// it is not held; then nothing changes): it stores r.Outcome as the
+	// task job's checkpoint and creates, changes or removes the process,
+	// appends its events, and sets or cancels its timer (a replaced timer
+	// job that is still queued is canceled, journal "canceled"). The task
+	// job itself stays running: its holder finishes it with JobFinish.
+	ProcessTaskFinish(ctx context.Context, r ProcessTaskResult) (*Process, error)
+	// ProcessDelete deletes a process and its history, and cancels its
+	// queued timer job, in one transaction; job.ErrNotFound when there is
+	// none.
+	ProcessDelete(ctx context.Context, namespace, id string) error
+
 	// Wake tells the workers of queues, on every node sharing the database,
 	// that jobs may be available.
 	Wake(ctx context.Context, queues ...string) error

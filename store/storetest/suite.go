@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T, c clock.Clock) store.Store) {
 		{"Wakeup", wakeupTests},
 		{"Key", keyTests},
 		{"Worker", workerTests},
+		{"Process", processTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -1,0 +1,270 @@
+package process
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"jobd/engine"
+	"jobd/job"
+	"jobd/store"
+)
+
+// Kinds of the engine jobs that carry process tasks.
+const (
+	KindTask  = "process.task"
+	KindTimer = "process.timeout"
+)
+
+// DefaultQueue is the queue of process tasks.
+const DefaultQueue = "processes"
+
+// DefaultTimeout bounds one processor call.
+const DefaultTimeout = 30 * time.Second
+
+// DefaultHistory is how many of the last events a processor is sent.
+const DefaultHistory = 100
+
+// Errors a task fails with.
+var (
+	ErrExists   = errors.New("process exists")
+	ErrInError  = errors.New("process is in error")
+	ErrNotError = errors.New("process is not in error")
+	ErrNoSpace  = errors.New("unknown namespace")
+	ErrZombie   = errors.New("zombie detected")
+)
+
+// Namespace is a processor and its settings.
+type Namespace struct {
+	Name      string
+	Processor Processor
+	// Timeout bounds one call of the processor; 0 means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Runner submits process tasks and runs them as engine jobs.
+type Runner struct {
+	store  store.Store
+	queue  string
+	spaces map[string]Namespace
+}
+
+// TaskArgs are the args of a task job.
+type TaskArgs struct {
+	Namespace string          `json:"namespace"`
+	ID        string          `json:"id"`
+	Task      Task            `json:"task"`
+	Args      json.RawMessage `json:"args,omitempty"`
+}
+
+// TaskResult is the result of a task job (and its checkpoint, once its
+// changes are saved).
+type TaskResult struct {
+	Response json.RawMessage `json:"response,omitempty"`
+}
+
+// New makes a Runner of the namespaces and registers its job kinds with e,
+// which must run queue (DefaultQueue when "").
+func New(st store.Store, e *engine.Engine, queue string, spaces []Namespace) (*Runner, error) {
+	if queue == "" {
+		queue = DefaultQueue
+	}
+	r := &Runner{store: st, queue: queue, spaces: make(map[string]Namespace)}
+	for _, ns := range spaces {
+		if ns.Name == "" || ns.Processor == nil {
+			return nil, fmt.Errorf("process: a namespace needs a name and a processor")
+		}
+		if _, dup := r.spaces[ns.Name]; dup {
+			return nil, fmt.Errorf("process: namespace %q given twice", ns.Name)
+		}
+		if ns.Timeout <= 0 {
+			ns.Timeout = DefaultTimeout
+		}
+		r.spaces[ns.Name] = ns
+	}
+	if e != nil {
+		engine.Register(e, KindTask, r.handle)
+		engine.Register(e, KindTimer, r.handle)
+	}
+	return r, nil
+}
+
+// Has reports whether ns is a configured namespace.
+func (r *Runner) Has(ns string) bool { _, ok := r.spaces[ns]; return ok }
+
+// LockKey is the lock_key of every task of process ns/id.
+func LockKey(ns, id string) string { return "process:" + ns + "/" + id }
+
+// taskParams is the job of a task.
+func (r *Runner) taskParams(kind string, a TaskArgs, runAt time.Time, idem string) (job.InsertParams, error) {
+	ns, ok := r.spaces[a.Namespace]
+	if !ok {
+		return job.InsertParams{}, fmt.Errorf("%w %q", ErrNoSpace, a.Namespace)
+	}
+	raw, err := json.Marshal(a)
+	if err != nil {
+		return job.InsertParams{}, err
+	}
+	return job.InsertParams{
+		Queue: r.queue, Kind: kind, Args: raw, RunAt: runAt,
+		// Attempt 2 exists only when a node died mid-task: the handler
+		// then declares a zombie instead of running the task again.
+		MaxAttempts:    2,
+		LeaseTTL:       ns.Timeout + 30*time.Second,
+		LockKey:        LockKey(a.Namespace, a.ID),
+		IdempotencyKey: idem,
+	}, nil
+}
+
+// Submit queues a task (init, call or repair) of process ns/id and returns
+// its job. A non-empty idempotency key returns the job of the first
+// submission with that key instead of a new one.
+func (r *Runner) Submit(ctx context.Context, ns, id string, task Task, args json.RawMessage, idempotencyKey string) (*job.Job, error) {
+	if idempotencyKey != "" {
+		idempotencyKey = "process:" + ns + "/" + id + ":" + idempotencyKey
+	}
+	p, err := r.taskParams(KindTask, TaskArgs{Namespace: ns, ID: id, Task: task, Args: args}, time.Time{}, idempotencyKey)
+	if err != nil {
+		return nil, err
+	}
+	res, err := r.store.JobInsertMany(ctx, []job.InsertParams{p})
+	if err != nil {
+		return nil, fmt.Errorf("process: submit %s of %s/%s: %w", task, ns, id, err)
+	}
+	return res[0].Job, nil
+}
+
+// handle runs one task job.
+func (r *Runner) handle(ctx context.Context, j *engine.Job[TaskArgs]) (json.RawMessage, error) {
+	if len(j.Job.Checkpoint) > 0 {
+		// A previous attempt saved its changes and died before the job's
+		// outcome was written: that outcome is the checkpoint.
+		return j.Job.Checkpoint, nil
+	}
+	a := j.Args
+	lease := store.Lease{ID: j.Job.ID, Token: j.Job.LeaseToken}
+	base := store.ProcessTaskResult{Lease: lease, Namespace: a.Namespace, ID: a.ID}
+	if j.Job.Attempt > 1 {
+		// The node that ran this task died mid-call: the processor may have
+		// acted; never run it twice.
+		zombie := base
+		zombie.Status, zombie.Detail = store.ProcessError, ErrZombie.Error()
+		if _, err := r.store.ProcessTaskFinish(ctx, zombie); err != nil && !errors.Is(err, job.ErrNotFound) {
+			return nil, engine.Permanent(fmt.Errorf("%w; saving it: %w", ErrZombie, err))
+		}
+		return nil, engine.Permanent(ErrZombie)
+	}
+	ns, ok := r.spaces[a.Namespace]
+	if !ok {
+		return nil, engine.Permanent(fmt.Errorf("%w %q", ErrNoSpace, a.Namespace))
+	}
+	p, err := r.store.ProcessGet(ctx, a.Namespace, a.ID, store.HistoryPage{After: -1, Limit: DefaultHistory})
+	switch {
+	case a.Task == TaskInit && err == nil:
+		return nil, engine.Permanent(ErrExists)
+	case a.Task == TaskInit && errors.Is(err, job.ErrNotFound):
+		p = &store.Process{Namespace: a.Namespace, ID: a.ID, Status: store.ProcessRunning}
+	case err != nil:
+		return nil, engine.Permanent(fmt.Errorf("process %s/%s: %w", a.Namespace, a.ID, err))
+	case a.Task == TaskRepair && p.Status != store.ProcessError:
+		return nil, engine.Permanent(ErrNotError)
+	case a.Task != TaskRepair && p.Status == store.ProcessError:
+		return nil, engine.Permanent(fmt.Errorf("%w: %s", ErrInError, p.Detail))
+	}
+	if a.Task == TaskRemove {
+		rm := base
+		rm.Remove = true
+		return r.finish(ctx, rm, nil)
+	}
+	cctx, cancel := context.WithTimeout(ctx, ns.Timeout)
+	resp, err := ns.Processor.Process(cctx, requestOf(a, p))
+	cancel()
+	if err == nil {
+		err = checkResponse(resp)
+	}
+	if err != nil {
+		if a.Task == TaskInit {
+			return nil, engine.Permanent(err)
+		}
+		failed := base
+		failed.Status, failed.Detail = store.ProcessError, err.Error()
+		if _, ferr := r.store.ProcessTaskFinish(ctx, failed); ferr != nil {
+			return nil, engine.Permanent(fmt.Errorf("%w; saving the error: %w", err, ferr))
+		}
+		return nil, engine.Permanent(err)
+	}
+	res := base
+	res.Create = a.Task == TaskInit
+	res.Status = store.ProcessRunning
+	res.Events, res.AuxState, res.Metadata = resp.Events, resp.AuxState, resp.Metadata
+	// A timer that fell due is spent: clear it (a still-queued timer is
+	// canceled, but the one running now is this task, left to finish).
+	res.UnsetTimer = a.Task == TaskTimeout
+	if act := resp.Action; act != nil {
+		res.UnsetTimer = res.UnsetTimer || act.UnsetTimer
+		at, set := timerAt(act, time.Now())
+		switch {
+		case set:
+			kind := TaskTimeout
+			if act.Remove {
+				kind = TaskRemove
+			}
+			tp, err := r.taskParams(KindTimer, TaskArgs{Namespace: a.Namespace, ID: a.ID, Task: kind}, at, "")
+			if err != nil {
+				return nil, engine.Permanent(err)
+			}
+			res.SetTimer = &tp
+		case act.Remove:
+			res.Remove = true
+		}
+	}
+	return r.finish(ctx, res, resp.Response)
+}
+
+// finish saves a task's changes with its outcome as the job's checkpoint.
+func (r *Runner) finish(ctx context.Context, res store.ProcessTaskResult, response json.RawMessage) (json.RawMessage, error) {
+	out, err := json.Marshal(TaskResult{Response: response})
+	if err != nil {
+		return nil, engine.Permanent(err)
+	}
+	res.Outcome = out
+	if _, err := r.store.ProcessTaskFinish(ctx, res); err != nil {
+		return nil, engine.Permanent(fmt.Errorf("save task: %w", err))
+	}
+	return out, nil
+}
+
+func timerAt(a *Action, now time.Time) (time.Time, bool) {
+	switch {
+	case a.SetTimer != nil:
+		return *a.SetTimer, true
+	case a.Timeout != nil:
+		return now.Add(time.Duration(*a.Timeout * float64(time.Second))), true
+	}
+	return time.Time{}, false
+}
+
+func checkResponse(resp *Response) error {
+	if resp == nil {
+		return errors.New("processor: empty answer")
+	}
+	for i, e := range resp.Events {
+		if !json.Valid(e) {
+			return fmt.Errorf("processor: event %d is not JSON", i)
+		}
+	}
+	return nil
+}
+
+func requestOf(a TaskArgs, p *store.Process) *Request {
+	req := &Request{Task: a.Task, Args: a.Args, Process: State{
+		Namespace: p.Namespace, ID: p.ID, Status: string(p.Status),
+		AuxState: p.AuxState, Metadata: p.Metadata, History: []Event{},
+	}}
+	for _, e := range p.History {
+		req.Process.History = append(req.Process.History, Event{EventID: e.EventID, Timestamp: e.At, Payload: e.Payload})
+	}
+	return req
+}

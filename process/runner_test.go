@@ -1,0 +1,201 @@
+package process_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"jobd/engine"
+	"jobd/job"
+	"jobd/process"
+	"jobd/store"
+	"jobd/store/sqlite"
+)
+
+// counter is a real HTTP processor: aux_state {"n": N}; a call adds 1
+// and answers the new N; a call with args {"fail": true} fails (500);
+// a call with {"timer": seconds} sets a timer; timeout adds 100.
+func counter(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req process.Request
+		if err := json.Unmarshal(body, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var st struct{ N int }
+		_ = json.Unmarshal(req.Process.AuxState, &st)
+		var args struct {
+			Fail  bool
+			Timer *float64
+		}
+		_ = json.Unmarshal(req.Args, &args)
+		if args.Fail {
+			http.Error(w, "boom", http.StatusInternalServerError)
+			return
+		}
+		resp := process.Response{}
+		switch req.Task {
+		case process.TaskInit:
+			st.N = 0
+		case process.TaskCall:
+			st.N++
+		case process.TaskTimeout:
+			st.N += 100
+		}
+		if args.Timer != nil {
+			resp.Action = &process.Action{Timeout: args.Timer}
+		}
+		resp.AuxState, _ = json.Marshal(st)
+		resp.Response, _ = json.Marshal(st.N)
+		resp.Events = []json.RawMessage{json.RawMessage(`"` + string(req.Task) + `"`)}
+		_ = json.NewEncoder(w).Encode(resp)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func setup(t *testing.T) (store.Store, *process.Runner) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "jobd.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(engine.Config{
+		Store:  st,
+		Queues: []engine.QueueConfig{{Queue: process.DefaultQueue, Concurrency: 8}},
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := counter(t)
+	r, err := process.New(st, e, "", []process.Namespace{{Name: "c", Processor: &process.HTTPProcessor{URL: srv.URL}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- e.Run(runCtx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return st, r
+}
+
+// wait polls a task job until it is final (bounded: nothing else signals
+// a job's end across the store).
+func wait(t *testing.T, st store.Store, id uuid.UUID) *job.Job {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		j, err := st.JobGet(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.State.Final() {
+			return j
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("job %s not final in time", id)
+	return nil
+}
+
+func run(t *testing.T, st store.Store, r *process.Runner, task process.Task, args string) *job.Job {
+	t.Helper()
+	j, err := r.Submit(context.Background(), "c", "p", task, json.RawMessage(args), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wait(t, st, j.ID)
+}
+
+func TestCounterOneAtATime(t *testing.T) {
+	st, r := setup(t)
+	if j := run(t, st, r, process.TaskInit, `{}`); j.State != job.StateSucceeded {
+		t.Fatalf("init: %s %s", j.State, j.LastError)
+	}
+	const calls = 200
+	var wg sync.WaitGroup
+	ids := make(chan uuid.UUID, calls)
+	for range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			j, err := r.Submit(context.Background(), "c", "p", process.TaskCall, nil, "")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			ids <- j.ID
+		}()
+	}
+	wg.Wait()
+	close(ids)
+	for id := range ids {
+		if j := wait(t, st, id); j.State != job.StateSucceeded {
+			t.Fatalf("call %s: %s %s", id, j.State, j.LastError)
+		}
+	}
+	p, err := st.ProcessGet(context.Background(), "c", "p", store.HistoryPage{After: -1, Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(p.AuxState) != `{"N":200}` || p.LastEventID != calls+1 {
+		t.Fatalf("lost updates: aux %s, %d events", p.AuxState, p.LastEventID)
+	}
+}
+
+func TestFailureRepair(t *testing.T) {
+	st, r := setup(t)
+	run(t, st, r, process.TaskInit, `{}`)
+	if j := run(t, st, r, process.TaskCall, `{"fail":true}`); j.State != job.StateFailed {
+		t.Fatalf("failing call: %s", j.State)
+	}
+	p, _ := st.ProcessGet(context.Background(), "c", "p", store.HistoryPage{})
+	if p.Status != store.ProcessError || p.Detail == "" {
+		t.Fatalf("after failure: %+v", p)
+	}
+	if j := run(t, st, r, process.TaskCall, `{}`); j.State != job.StateFailed {
+		t.Fatalf("call in error: %s", j.State)
+	}
+	if j := run(t, st, r, process.TaskRepair, `{}`); j.State != job.StateSucceeded {
+		t.Fatalf("repair: %s %s", j.State, j.LastError)
+	}
+	if j := run(t, st, r, process.TaskCall, `{}`); j.State != job.StateSucceeded || string(j.Result) != `{"response":1}` {
+		t.Fatalf("call after repair: %s %s %s", j.State, j.Result, j.LastError)
+	}
+	if j := run(t, st, r, process.TaskInit, `{}`); j.State != job.StateFailed {
+		t.Fatalf("second init: %s", j.State)
+	}
+}
+
+func TestTimerFires(t *testing.T) {
+	st, r := setup(t)
+	run(t, st, r, process.TaskInit, `{}`)
+	run(t, st, r, process.TaskCall, `{"timer":0.05}`)
+	p, _ := st.ProcessGet(context.Background(), "c", "p", store.HistoryPage{})
+	if p.TimerJob == uuid.Nil {
+		t.Fatalf("no timer: %+v", p)
+	}
+	if j := wait(t, st, p.TimerJob); j.State != job.StateSucceeded {
+		t.Fatalf("timer: %s %s", j.State, j.LastError)
+	}
+	p, _ = st.ProcessGet(context.Background(), "c", "p", store.HistoryPage{})
+	if string(p.AuxState) != `{"N":101}` || p.TimerJob != uuid.Nil {
+		t.Fatalf("after timer: %s", p.AuxState)
+	}
+}

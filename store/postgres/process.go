@@ -1,0 +1,276 @@
+package postgres
+
+import (
+	"context"
+	_ "embed" // the process queries
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"jobd/job"
+	"jobd/store"
+)
+
+var (
+	//go:embed sql/process_get.sql
+	processGetSQL string
+	//go:embed sql/process_lock.sql
+	processLockSQL string
+	//go:embed sql/process_create.sql
+	processCreateSQL string
+	//go:embed sql/process_update.sql
+	processUpdateSQL string
+	//go:embed sql/process_events_insert.sql
+	processEventsInsertSQL string
+	//go:embed sql/process_events_after.sql
+	processEventsAfterSQL string
+	//go:embed sql/process_events_last.sql
+	processEventsLastSQL string
+	//go:embed sql/process_list.sql
+	processListSQL string
+	//go:embed sql/process_count.sql
+	processCountSQL string
+	//go:embed sql/process_delete.sql
+	processDeleteSQL string
+	//go:embed sql/process_timer_cancel.sql
+	processTimerCancelSQL string
+)
+
+// ProcessGet returns a process and a page of its history. See store.Store.
+func (s *Store) ProcessGet(ctx context.Context, namespace, id string, page store.HistoryPage) (*store.Process, error) {
+	var p *store.Process
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		var err error
+		p, err = scanProcess(tx.QueryRow(ctx, processGetSQL, namespace, id))
+		if err != nil {
+			return err
+		}
+		if page.Limit <= 0 {
+			return nil
+		}
+		var rows pgx.Rows
+		if page.After < 0 {
+			rows, err = tx.Query(ctx, processEventsLastSQL, namespace, id, page.Limit)
+		} else {
+			rows, err = tx.Query(ctx, processEventsAfterSQL, namespace, id, page.After, page.Limit)
+		}
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var e store.ProcessEvent
+			var payload []byte
+			if err := rows.Scan(&e.EventID, &e.At, &payload); err != nil {
+				return err
+			}
+			e.Payload = payload
+			p.History = append(p.History, e)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: get process %s/%s: %w", namespace, id, err)
+	}
+	return p, nil
+}
+
+// ProcessList returns a page of a namespace's processes. See store.Store.
+func (s *Store) ProcessList(ctx context.Context, params store.ProcessListParams) ([]store.Process, int64, error) {
+	var total int64
+	if err := s.pool.QueryRow(ctx, processCountSQL, params.Namespace, string(params.Status)).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("postgres: count processes: %w", err)
+	}
+	if params.Limit <= 0 {
+		return nil, total, nil
+	}
+	rows, err := s.pool.Query(ctx, processListSQL, params.Namespace, string(params.Status), params.After, params.Limit)
+	if err != nil {
+		return nil, 0, fmt.Errorf("postgres: list processes: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Process
+	for rows.Next() {
+		p, err := scanProcess(rows)
+		if err != nil {
+			return nil, 0, fmt.Errorf("postgres: list processes: %w", err)
+		}
+		out = append(out, *p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("postgres: list processes: %w", err)
+	}
+	return out, total, nil
+}
+
+// ProcessTaskFinish applies a task's result in one transaction fenced by
+// its lease. See store.Store.
+func (s *Store) ProcessTaskFinish(ctx context.Context, r store.ProcessTaskResult) (*store.Process, error) {
+	if err := checkTaskResult(r); err != nil {
+		return nil, err
+	}
+	var (
+		p     *store.Process
+		timer *job.Job
+	)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		p, timer, err = s.processTaskFinish(ctx, tx, r)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: finish task of process %s/%s: %w", r.Namespace, r.ID, err)
+	}
+	if timer != nil && timer.RunAt.After(timer.CreatedAt) {
+		s.delayed.At(timer.Queue, timer.RunAt)
+	}
+	return p, nil
+}
+
+func (s *Store) processTaskFinish(ctx context.Context, tx pgx.Tx, r store.ProcessTaskResult) (*store.Process, *job.Job, error) {
+	// The fence first: it locks the task's job row, so nothing below runs
+	// for a task whose lease is gone.
+	var fenced uuid.UUID
+	err := tx.QueryRow(ctx, checkpointSQL, s.now(), r.Lease.ID, r.Lease.Token, nullJSONArg(r.Outcome)).Scan(uuidDest(&fenced))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, job.ErrLeaseLost
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var p *store.Process
+	if r.Create {
+		p, err = scanProcess(tx.QueryRow(ctx, processCreateSQL, s.now(), r.Namespace, r.ID))
+		if errors.Is(err, job.ErrNotFound) {
+			return nil, nil, fmt.Errorf("process exists: %w", job.ErrDuplicate)
+		}
+	} else {
+		p, err = scanProcess(tx.QueryRow(ctx, processLockSQL, r.Namespace, r.ID))
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	cancelOld := r.Remove || r.UnsetTimer || r.SetTimer != nil || r.Status == store.ProcessError
+	if cancelOld && p.TimerJob != uuid.Nil {
+		if _, err := tx.Exec(ctx, processTimerCancelSQL, s.now(), p.TimerJob); err != nil {
+			return nil, nil, fmt.Errorf("cancel timer: %w", err)
+		}
+		p.TimerJob, p.TimerAt = uuid.Nil, nil
+	}
+	if r.Remove {
+		var ignored *string
+		if err := tx.QueryRow(ctx, processDeleteSQL, r.Namespace, r.ID).Scan(&ignored); err != nil {
+			return nil, nil, fmt.Errorf("remove: %w", err)
+		}
+		return nil, nil, nil
+	}
+	var timer *job.Job
+	if r.SetTimer != nil && r.Status != store.ProcessError {
+		res, err := s.JobInsertTx(ctx, tx, []job.InsertParams{*r.SetTimer})
+		if err != nil {
+			return nil, nil, fmt.Errorf("set timer: %w", err)
+		}
+		timer = res[0].Job
+		p.TimerJob, p.TimerAt = timer.ID, &timer.RunAt
+	}
+	if len(r.Events) > 0 {
+		payloads := make([]string, len(r.Events))
+		for i, e := range r.Events {
+			payloads[i] = string(e)
+		}
+		if _, err := tx.Exec(ctx, processEventsInsertSQL, s.now(), r.Namespace, r.ID, p.LastEventID, payloads); err != nil {
+			return nil, nil, fmt.Errorf("append events: %w", err)
+		}
+	}
+	var timerJob *uuid.UUID
+	if p.TimerJob != uuid.Nil {
+		timerJob = &p.TimerJob
+	}
+	p, err = scanProcess(tx.QueryRow(ctx, processUpdateSQL, s.now(), r.Namespace, r.ID,
+		string(r.Status), r.Detail, nullJSONArg(r.AuxState), nullJSONArg(r.Metadata),
+		len(r.Events), p.TimerAt, timerJob))
+	if err != nil {
+		return nil, nil, fmt.Errorf("update: %w", err)
+	}
+	return p, timer, nil
+}
+
+// ProcessDelete deletes a process, its history and its queued timer. See
+// store.Store.
+func (s *Store) ProcessDelete(ctx context.Context, namespace, id string) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var timer *string
+		err := tx.QueryRow(ctx, processDeleteSQL, namespace, id).Scan(&timer)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return job.ErrNotFound
+		}
+		if err != nil || timer == nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, processTimerCancelSQL, s.now(), *timer)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: delete process %s/%s: %w", namespace, id, err)
+	}
+	return nil
+}
+
+// checkTaskResult refuses what the database would store wrongly.
+func checkTaskResult(r store.ProcessTaskResult) error {
+	if r.Namespace == "" || r.ID == "" {
+		return job.Invalid("process", "namespace and id are required")
+	}
+	if r.Status != store.ProcessRunning && r.Status != store.ProcessError && !r.Remove {
+		return job.Invalid("status", "unknown process status %q", r.Status)
+	}
+	for name, raw := range map[string]json.RawMessage{"outcome": r.Outcome, "aux_state": r.AuxState, "metadata": r.Metadata} {
+		if len(raw) > 0 && !json.Valid(raw) {
+			return job.Invalid(name, "must be JSON")
+		}
+	}
+	for i, e := range r.Events {
+		if !json.Valid(e) {
+			return job.Invalid("events", "event %d must be JSON", i)
+		}
+	}
+	return nil
+}
+
+// nullJSONArg passes raw JSON, or SQL NULL when there is none.
+func nullJSONArg(raw json.RawMessage) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	return string(raw)
+}
+
+func scanProcess(row pgx.Row) (*store.Process, error) {
+	var (
+		p         store.Process
+		status    string
+		aux, meta []byte
+		timerAt   *time.Time
+		timerJob  *string
+	)
+	err := row.Scan(&p.Namespace, &p.ID, &status, &p.Detail, &aux, &meta, &timerAt, &timerJob,
+		&p.LastEventID, &p.CreatedAt, &p.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, job.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	p.Status = store.ProcessStatus(status)
+	p.AuxState, p.Metadata, p.TimerAt = aux, meta, timerAt
+	if timerJob != nil {
+		if p.TimerJob, err = uuid.Parse(*timerJob); err != nil {
+			return nil, fmt.Errorf("timer_job: %w", err)
+		}
+	}
+	return &p, nil
+}

@@ -1,0 +1,4 @@
+-- One process, without its history. $1 namespace, $2 id.
+SELECT namespace, id, status, detail, aux_state, metadata, timer_at, timer_job::text, last_event_id, created_at, updated_at
+FROM jobd_processes
+WHERE namespace = $1 AND id = $2;
