@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"jobd/clock"
+	"jobd/process"
 	"jobd/store"
 )
 
@@ -63,6 +64,9 @@ type Config struct {
 	// once this API has checked their scope; it sees the request as it
 	// came. Nil answers them 404.
 	Async http.Handler
+	// Processes runs the durable processes of /api/v1/processes/...; nil
+	// answers them 404.
+	Processes *process.Runner
 }
 
 func (c Config) withDefaults() Config {
@@ -180,6 +184,13 @@ func (s *server) routes() []route {
 		{"POST", "/api/v1/worker/jobs/{id}/checkpoint", scopeWorker, s.workerCheckpoint},
 		{"POST", "/api/v1/worker/jobs/{id}/complete", scopeWorker, s.workerComplete},
 		{"POST", "/api/v1/worker/jobs/{id}/fail", scopeWorker, s.workerFail},
+
+		{"POST", "/api/v1/processes/{ns}/{id}", scopeSubmit, s.initProcess},
+		{"POST", "/api/v1/processes/{ns}/{id}/call", scopeSubmit, s.callProcess},
+		{"POST", "/api/v1/processes/{ns}/{id}/repair", scopeSubmit, s.repairProcess},
+		{"GET", "/api/v1/processes/{ns}/{id}", scopeRead, s.getProcess},
+		{"DELETE", "/api/v1/processes/{ns}/{id}", scopeAdmin, s.deleteProcess},
+		{"GET", "/api/v1/processes/{ns}", scopeRead, s.listProcesses},
 
 		{"POST", "/api/v1/keys", scopeAdmin, s.createKey},
 		{"GET", "/api/v1/keys", scopeAdmin, s.listKeys},

@@ -34,6 +34,7 @@ var (
 	ErrNotError = errors.New("process is not in error")
 	ErrNoSpace  = errors.New("unknown namespace")
 	ErrZombie   = errors.New("zombie detected")
+	ErrNoProc   = errors.New("no such process")
 )
 
 // Namespace is a processor and its settings.
@@ -166,6 +167,8 @@ func (r *Runner) handle(ctx context.Context, j *engine.Job[TaskArgs]) (json.RawM
 		return nil, engine.Permanent(ErrExists)
 	case a.Task == TaskInit && errors.Is(err, job.ErrNotFound):
 		p = &store.Process{Namespace: a.Namespace, ID: a.ID, Status: store.ProcessRunning}
+	case errors.Is(err, job.ErrNotFound):
+		return nil, engine.Permanent(fmt.Errorf("%w %s/%s", ErrNoProc, a.Namespace, a.ID))
 	case err != nil:
 		return nil, engine.Permanent(fmt.Errorf("process %s/%s: %w", a.Namespace, a.ID, err))
 	case a.Task == TaskRepair && p.Status != store.ProcessError:

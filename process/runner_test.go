@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -18,13 +17,14 @@ import (
 	"jobd/job"
 	"jobd/process"
 	"jobd/store"
-	"jobd/store/sqlite"
 )
 
 // counter is a real HTTP processor: aux_state {"n": N}; a call adds 1
 // and answers the new N; a call with args {"fail": true} fails (500);
 // a call with {"timer": seconds} sets a timer; timeout adds 100.
-func counter(t *testing.T) *httptest.Server {
+// A call with {"block": true} signals g.started and waits for g.release;
+// {"at": RFC3339} sets the timer at that instant.
+func counter(t *testing.T, g *gate) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var req process.Request
@@ -35,10 +35,15 @@ func counter(t *testing.T) *httptest.Server {
 		var st struct{ N int }
 		_ = json.Unmarshal(req.Process.AuxState, &st)
 		var args struct {
-			Fail  bool
-			Timer *float64
+			Fail, Block bool
+			Timer       *float64
+			At          *time.Time
 		}
 		_ = json.Unmarshal(req.Args, &args)
+		if args.Block {
+			g.started <- struct{}{}
+			<-g.release
+		}
 		if args.Fail {
 			http.Error(w, "boom", http.StatusInternalServerError)
 			return
@@ -52,8 +57,8 @@ func counter(t *testing.T) *httptest.Server {
 		case process.TaskTimeout:
 			st.N += 100
 		}
-		if args.Timer != nil {
-			resp.Action = &process.Action{Timeout: args.Timer}
+		if args.Timer != nil || args.At != nil {
+			resp.Action = &process.Action{Timeout: args.Timer, SetTimer: args.At}
 		}
 		resp.AuxState, _ = json.Marshal(st)
 		resp.Response, _ = json.Marshal(st.N)
@@ -64,17 +69,18 @@ func counter(t *testing.T) *httptest.Server {
 	return srv
 }
 
-func setup(t *testing.T) (store.Store, *process.Runner) {
+// gate lets a test hold a call of the counter processor.
+type gate struct{ started, release chan struct{} }
+
+func setup(t *testing.T, driver string) (store.Store, *process.Runner) {
+	t.Helper()
+	return setupGate(t, driver, nil)
+}
+
+func setupGate(t *testing.T, driver string, g *gate) (store.Store, *process.Runner) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "jobd.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := openStore(t, driver)
 	e, err := engine.New(engine.Config{
 		Store:  st,
 		Queues: []engine.QueueConfig{{Queue: process.DefaultQueue, Concurrency: 8}},
@@ -83,7 +89,7 @@ func setup(t *testing.T) (store.Store, *process.Runner) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := counter(t)
+	srv := counter(t, g)
 	r, err := process.New(st, e, "", []process.Namespace{{Name: "c", Processor: &process.HTTPProcessor{URL: srv.URL}}})
 	if err != nil {
 		t.Fatal(err)
@@ -124,78 +130,84 @@ func run(t *testing.T, st store.Store, r *process.Runner, task process.Task, arg
 }
 
 func TestCounterOneAtATime(t *testing.T) {
-	st, r := setup(t)
-	if j := run(t, st, r, process.TaskInit, `{}`); j.State != job.StateSucceeded {
-		t.Fatalf("init: %s %s", j.State, j.LastError)
-	}
-	const calls = 200
-	var wg sync.WaitGroup
-	ids := make(chan uuid.UUID, calls)
-	for range calls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			j, err := r.Submit(context.Background(), "c", "p", process.TaskCall, nil, "")
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			ids <- j.ID
-		}()
-	}
-	wg.Wait()
-	close(ids)
-	for id := range ids {
-		if j := wait(t, st, id); j.State != job.StateSucceeded {
-			t.Fatalf("call %s: %s %s", id, j.State, j.LastError)
+	eachStore(t, func(t *testing.T, driver string) {
+		st, r := setup(t, driver)
+		if j := run(t, st, r, process.TaskInit, `{}`); j.State != job.StateSucceeded {
+			t.Fatalf("init: %s %s", j.State, j.LastError)
 		}
-	}
-	p, err := st.ProcessGet(context.Background(), "c", "p", store.HistoryPage{After: -1, Limit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(p.AuxState) != `{"N":200}` || p.LastEventID != calls+1 {
-		t.Fatalf("lost updates: aux %s, %d events", p.AuxState, p.LastEventID)
-	}
+		const calls = 200
+		var wg sync.WaitGroup
+		ids := make(chan uuid.UUID, calls)
+		for range calls {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				j, err := r.Submit(context.Background(), "c", "p", process.TaskCall, nil, "")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				ids <- j.ID
+			}()
+		}
+		wg.Wait()
+		close(ids)
+		for id := range ids {
+			if j := wait(t, st, id); j.State != job.StateSucceeded {
+				t.Fatalf("call %s: %s %s", id, j.State, j.LastError)
+			}
+		}
+		p, err := st.ProcessGet(context.Background(), "c", "p", store.HistoryPage{After: -1, Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !jsonEq(p.AuxState, `{"N":200}`) || p.LastEventID != calls+1 {
+			t.Fatalf("lost updates: aux %s, %d events", p.AuxState, p.LastEventID)
+		}
+	})
 }
 
 func TestFailureRepair(t *testing.T) {
-	st, r := setup(t)
-	run(t, st, r, process.TaskInit, `{}`)
-	if j := run(t, st, r, process.TaskCall, `{"fail":true}`); j.State != job.StateFailed {
-		t.Fatalf("failing call: %s", j.State)
-	}
-	p, _ := st.ProcessGet(context.Background(), "c", "p", store.HistoryPage{})
-	if p.Status != store.ProcessError || p.Detail == "" {
-		t.Fatalf("after failure: %+v", p)
-	}
-	if j := run(t, st, r, process.TaskCall, `{}`); j.State != job.StateFailed {
-		t.Fatalf("call in error: %s", j.State)
-	}
-	if j := run(t, st, r, process.TaskRepair, `{}`); j.State != job.StateSucceeded {
-		t.Fatalf("repair: %s %s", j.State, j.LastError)
-	}
-	if j := run(t, st, r, process.TaskCall, `{}`); j.State != job.StateSucceeded || string(j.Result) != `{"response":1}` {
-		t.Fatalf("call after repair: %s %s %s", j.State, j.Result, j.LastError)
-	}
-	if j := run(t, st, r, process.TaskInit, `{}`); j.State != job.StateFailed {
-		t.Fatalf("second init: %s", j.State)
-	}
+	eachStore(t, func(t *testing.T, driver string) {
+		st, r := setup(t, driver)
+		run(t, st, r, process.TaskInit, `{}`)
+		if j := run(t, st, r, process.TaskCall, `{"fail":true}`); j.State != job.StateFailed {
+			t.Fatalf("failing call: %s", j.State)
+		}
+		p, _ := st.ProcessGet(context.Background(), "c", "p", store.HistoryPage{})
+		if p.Status != store.ProcessError || p.Detail == "" {
+			t.Fatalf("after failure: %+v", p)
+		}
+		if j := run(t, st, r, process.TaskCall, `{}`); j.State != job.StateFailed {
+			t.Fatalf("call in error: %s", j.State)
+		}
+		if j := run(t, st, r, process.TaskRepair, `{}`); j.State != job.StateSucceeded {
+			t.Fatalf("repair: %s %s", j.State, j.LastError)
+		}
+		if j := run(t, st, r, process.TaskCall, `{}`); j.State != job.StateSucceeded || !jsonEq(j.Result, `{"response":1}`) {
+			t.Fatalf("call after repair: %s %s %s", j.State, j.Result, j.LastError)
+		}
+		if j := run(t, st, r, process.TaskInit, `{}`); j.State != job.StateFailed {
+			t.Fatalf("second init: %s", j.State)
+		}
+	})
 }
 
 func TestTimerFires(t *testing.T) {
-	st, r := setup(t)
-	run(t, st, r, process.TaskInit, `{}`)
-	run(t, st, r, process.TaskCall, `{"timer":0.05}`)
-	p, _ := st.ProcessGet(context.Background(), "c", "p", store.HistoryPage{})
-	if p.TimerJob == uuid.Nil {
-		t.Fatalf("no timer: %+v", p)
-	}
-	if j := wait(t, st, p.TimerJob); j.State != job.StateSucceeded {
-		t.Fatalf("timer: %s %s", j.State, j.LastError)
-	}
-	p, _ = st.ProcessGet(context.Background(), "c", "p", store.HistoryPage{})
-	if string(p.AuxState) != `{"N":101}` || p.TimerJob != uuid.Nil {
-		t.Fatalf("after timer: %s", p.AuxState)
-	}
+	eachStore(t, func(t *testing.T, driver string) {
+		st, r := setup(t, driver)
+		run(t, st, r, process.TaskInit, `{}`)
+		run(t, st, r, process.TaskCall, `{"timer":0.05}`)
+		p, _ := st.ProcessGet(context.Background(), "c", "p", store.HistoryPage{})
+		if p.TimerJob == uuid.Nil {
+			t.Fatalf("no timer: %+v", p)
+		}
+		if j := wait(t, st, p.TimerJob); j.State != job.StateSucceeded {
+			t.Fatalf("timer: %s %s", j.State, j.LastError)
+		}
+		p, _ = st.ProcessGet(context.Background(), "c", "p", store.HistoryPage{})
+		if !jsonEq(p.AuxState, `{"N":101}`) || p.TimerJob != uuid.Nil {
+			t.Fatalf("after timer: %s", p.AuxState)
+		}
+	})
 }

@@ -15,6 +15,7 @@ import (
 	"jobd/engine/builtin"
 	"jobd/gateway"
 	"jobd/httpapi"
+	"jobd/process"
 	"jobd/store"
 )
 
@@ -43,6 +44,9 @@ type serveFlags struct {
 	asyncMaxPending, asyncConc  int
 	asyncMaxResponse            int64
 	asyncResultTTL              time.Duration
+
+	// Durable processes' HTTP processors, as JSON.
+	processors string
 }
 
 // listFlag is a repeatable flag; each value may hold several items
@@ -82,6 +86,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.asyncMaxPending, "async-max-pending", gateway.DefaultMaxPending, "async gateway: queued or running requests beyond which a new one gets 503")
 	fs.DurationVar(&f.asyncResultTTL, "async-result-ttl", gateway.DefaultResultTTL, "async gateway: unfetched results are removed after this")
 	fs.Int64Var(&f.asyncMaxResponse, "async-max-response", gateway.DefaultMaxResponseBytes, "async gateway: largest stored response body in bytes; a larger one fails its request")
+	fs.StringVar(&f.processors, "processors", "", `durable processes: HTTP processors as JSON [{"namespace":NS,"url":URL,"timeout":"30s"}] (env JOBD_PROCESSORS)`)
 	fs.IntVar(&f.asyncConc, "async-concurrency", gateway.DefaultConcurrency, "async gateway: upstream calls this node makes at once (the gateway queue's worker pool)")
 }
 
@@ -94,6 +99,17 @@ func (f *serveFlags) gatewayQueue(queues []engine.QueueConfig) []engine.QueueCon
 		}
 	}
 	return append(queues, engine.QueueConfig{Queue: gateway.Queue, Concurrency: f.asyncConc})
+}
+
+// processQueue adds the process tasks' worker pool to queues unless
+// --workers configures one already.
+func processQueue(queues []engine.QueueConfig) []engine.QueueConfig {
+	for _, q := range queues {
+		if q.Queue == process.DefaultQueue {
+			return queues
+		}
+	}
+	return append(queues, engine.QueueConfig{Queue: process.DefaultQueue, Concurrency: 8})
 }
 
 func runServe(ctx context.Context, env *Env, args []string) error {
@@ -122,6 +138,13 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if len(upstreams) > 0 {
 		queues = f.gatewayQueue(queues)
 	}
+	var spaces []process.Namespace
+	if f.processors != "" {
+		if spaces, err = process.ParseNamespaces([]byte(f.processors)); err != nil {
+			return usageError("--processors: %v", err)
+		}
+		queues = processQueue(queues)
+	}
 	logger := newLogger(env, f.logLevel, f.logFormat)
 
 	st, err := openStore(ctx, f.database, logger)
@@ -147,6 +170,12 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		Store: st, Logger: logger, Version: Version, AdminSecret: f.adminSecret,
 		MaxBodyBytes: int64(f.maxBody), MaxArgsBytes: f.maxArgs,
 		Wakeups: eng.Subscribe, PreferWindow: f.preferWindow, WorkerRetryDelay: f.workerRetry,
+	}
+	if len(spaces) > 0 {
+		if apiCfg.Processes, err = process.New(st, eng, "", spaces); err != nil {
+			return usageError("%v", err)
+		}
+		logger.Info("durable processes on", "namespaces", len(spaces))
 	}
 	var gw *gateway.Gateway
 	if len(upstreams) > 0 {

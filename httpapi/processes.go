@@ -1,0 +1,326 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"jobd/api"
+	"jobd/job"
+	"jobd/process"
+	"jobd/store"
+)
+
+// Durable process routes (/api/v1/processes/...), served when
+// Config.Processes is set.
+const (
+	// DefaultProcessWait is how long init, call and repair wait for their
+	// task when ?timeout= is not given; MaxProcessWait caps ?timeout=.
+	DefaultProcessWait = 30 * time.Second
+	MaxProcessWait     = 5 * time.Minute
+	// DefaultHistoryLimit is how many of the last events GET returns.
+	DefaultHistoryLimit = 100
+	maxProcessPage      = 1000
+)
+
+// Problem types of the process routes.
+const (
+	problemTaskTimeout     = "https://jobd.dev/problems/task-timeout"
+	problemProcessorFailed = "https://jobd.dev/problems/processor-failed"
+)
+
+// processBody is the body of init, call and repair; it may be empty.
+type processBody struct {
+	Args json.RawMessage `json:"args"`
+}
+
+// processView is a process on the wire.
+type processView struct {
+	Namespace   string          `json:"namespace"`
+	ID          string          `json:"id"`
+	Status      string          `json:"status"`
+	Detail      string          `json:"detail,omitempty"`
+	AuxState    json.RawMessage `json:"aux_state"`
+	Metadata    json.RawMessage `json:"metadata"`
+	Timer       *timerView      `json:"timer"`
+	LastEventID int64           `json:"last_event_id"`
+	CreatedAt   time.Time       `json:"created_at"`
+	UpdatedAt   time.Time       `json:"updated_at"`
+	History     []eventView     `json:"history,omitempty"`
+}
+
+type timerView struct {
+	At     time.Time `json:"at"`
+	TaskID uuid.UUID `json:"task_id"`
+}
+
+type eventView struct {
+	EventID   int64           `json:"event_id"`
+	Timestamp time.Time       `json:"timestamp"`
+	Payload   json.RawMessage `json:"payload"`
+}
+
+// taskAnswer is the answer of a finished init, call or repair.
+type taskAnswer struct {
+	TaskID   uuid.UUID       `json:"task_id"`
+	Response json.RawMessage `json:"response"`
+	// Process is null when the task removed it.
+	Process *processView `json:"process"`
+}
+
+// taskTimeout is the 504 problem of a task still queued or running.
+type taskTimeout struct {
+	api.Problem
+	TaskID uuid.UUID `json:"task_id"`
+	State  job.State `json:"state"`
+}
+
+func viewOf(p *store.Process) *processView {
+	v := &processView{
+		Namespace: p.Namespace, ID: p.ID, Status: string(p.Status), Detail: p.Detail,
+		AuxState: nullIfEmpty(p.AuxState), Metadata: nullIfEmpty(p.Metadata),
+		LastEventID: p.LastEventID, CreatedAt: p.CreatedAt.UTC(), UpdatedAt: p.UpdatedAt.UTC(),
+	}
+	if p.TimerAt != nil {
+		v.Timer = &timerView{At: p.TimerAt.UTC(), TaskID: p.TimerJob}
+	}
+	for _, e := range p.History {
+		v.History = append(v.History, eventView{EventID: e.EventID, Timestamp: e.At.UTC(), Payload: e.Payload})
+	}
+	return v
+}
+
+func nullIfEmpty(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage("null")
+	}
+	return raw
+}
+
+// processes returns the runner or a 404 when processes are not configured.
+func (s *server) processes(r *http.Request) (*process.Runner, error) {
+	ns := r.PathValue("ns")
+	if s.cfg.Processes == nil || !s.cfg.Processes.Has(ns) {
+		return nil, problemf(http.StatusNotFound, "ns", "no process namespace %q on this server (jobd serve --processors)", ns)
+	}
+	return s.cfg.Processes, nil
+}
+
+// initProcess: POST /api/v1/processes/{ns}/{id}.
+func (s *server) initProcess(w http.ResponseWriter, r *http.Request) error {
+	return s.runTask(w, r, process.TaskInit, http.StatusCreated)
+}
+
+// callProcess: POST /api/v1/processes/{ns}/{id}/call.
+func (s *server) callProcess(w http.ResponseWriter, r *http.Request) error {
+	return s.runTask(w, r, process.TaskCall, http.StatusOK)
+}
+
+// repairProcess: POST /api/v1/processes/{ns}/{id}/repair.
+func (s *server) repairProcess(w http.ResponseWriter, r *http.Request) error {
+	return s.runTask(w, r, process.TaskRepair, http.StatusOK)
+}
+
+// runTask submits a task (its Idempotency-Key header, when given, makes a
+// retry wait for the first task instead of a new one), waits for it up to
+// ?timeout= and answers its outcome: ok with the response and the process
+// as it is after the task (later tasks may already have run), 409 for a
+// process that exists (init), is in error (call) or is not (repair), 404
+// for no process, 502 when the processor failed (the process is then in
+// error), 504 with the task id when the task is still queued or running.
+func (s *server) runTask(w http.ResponseWriter, r *http.Request, task process.Task, ok int) error {
+	if err := checkQuery(r, "timeout"); err != nil {
+		return err
+	}
+	wait := DefaultProcessWait
+	if v := r.URL.Query().Get("timeout"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return badRequest("timeout", "timeout must be a non-negative Go duration such as 30s, got %q", v)
+		}
+		wait = min(d, MaxProcessWait)
+	}
+	runner, err := s.processes(r)
+	if err != nil {
+		return err
+	}
+	var body processBody
+	if r.ContentLength != 0 {
+		if err := s.decodeBody(w, r, &body); err != nil {
+			return err
+		}
+	}
+	ns, id := r.PathValue("ns"), r.PathValue("id")
+	j, err := runner.Submit(r.Context(), ns, id, task, body.Args, r.Header.Get("Idempotency-Key"))
+	if err != nil {
+		return err
+	}
+	if !j.State.Final() {
+		if j, err = s.waitTask(r, j.ID, wait); err != nil {
+			return err
+		}
+	}
+	if !j.State.Final() {
+		w.Header().Set("Content-Type", api.ProblemContentType)
+		w.Header().Set("Cache-Control", "no-store")
+		b, err := marshal(taskTimeout{Problem: api.Problem{
+			Type: problemTaskTimeout, Title: "Task still pending", Status: http.StatusGatewayTimeout,
+			Detail: fmt.Sprintf("task %s is still %s; it is not lost: read its outcome at /api/v1/jobs/%s", j.ID, j.State, j.ID),
+		}, TaskID: j.ID, State: j.State})
+		if err != nil {
+			return err
+		}
+		w.WriteHeader(http.StatusGatewayTimeout)
+		_, _ = w.Write(b)
+		return nil
+	}
+	resp, err := process.Outcome(j)
+	if err != nil {
+		return taskProblem(err)
+	}
+	ans := taskAnswer{TaskID: j.ID, Response: nullIfEmpty(resp)}
+	p, err := s.store.ProcessGet(r.Context(), ns, id, store.HistoryPage{After: -1, Limit: DefaultHistoryLimit})
+	switch {
+	case err == nil:
+		ans.Process = viewOf(p)
+	case !errors.Is(err, job.ErrNotFound):
+		return err
+	}
+	return writeJSON(w, ok, ans)
+}
+
+// taskProblem maps a failed task's error to its answer.
+func taskProblem(err error) error {
+	switch {
+	case errors.Is(err, process.ErrNoProc), errors.Is(err, process.ErrNoSpace):
+		return problemf(http.StatusNotFound, "", "%v", err)
+	case errors.Is(err, process.ErrProcessor):
+		return &problem{api.Problem{
+			Type: problemProcessorFailed, Title: "Processor failed", Status: http.StatusBadGateway,
+			Detail: err.Error() + "; the process is in error until a repair succeeds",
+		}}
+	default: // exists, in error, not in error, zombie
+		return problemf(http.StatusConflict, "", "%v", err)
+	}
+}
+
+// waitTask re-reads a task job until it is final, the wait ends or the
+// caller goes away, polling quickly at first (a task often takes
+// milliseconds) and then every PollInterval.
+func (s *server) waitTask(r *http.Request, id uuid.UUID, wait time.Duration) (*job.Job, error) {
+	deadline := s.clock.NewTimer(wait)
+	defer deadline.Stop()
+	every := min(2*time.Millisecond, s.cfg.PollInterval)
+	tick := s.clock.NewTimer(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		case <-deadline.C():
+			return s.store.JobGet(r.Context(), id)
+		case <-tick.C():
+		}
+		j, err := s.store.JobGet(r.Context(), id)
+		if err != nil || j.State.Final() {
+			return j, err
+		}
+		every = min(2*every, s.cfg.PollInterval)
+		tick.Reset(every)
+	}
+}
+
+// getProcess: GET /api/v1/processes/{ns}/{id}[?history_after=N&history_limit=M].
+// The history is the events after N, oldest first, at most M; without
+// history_after, the last M (default 100).
+func (s *server) getProcess(w http.ResponseWriter, r *http.Request) error {
+	q, err := parseQuery(r, "history_after", "history_limit")
+	if err != nil {
+		return err
+	}
+	page := store.HistoryPage{After: -1, Limit: DefaultHistoryLimit}
+	if v := q.Get("history_after"); v != "" {
+		if page.After, err = strconv.ParseInt(v, 10, 64); err != nil || page.After < 0 {
+			return badRequest("history_after", "history_after must be an event id (>= 0), got %q", v)
+		}
+	}
+	if v := q.Get("history_limit"); v != "" {
+		if page.Limit, err = strconv.Atoi(v); err != nil || page.Limit < 0 || page.Limit > maxProcessPage {
+			return badRequest("history_limit", "history_limit must be 0..%d, got %q", maxProcessPage, v)
+		}
+	}
+	if _, err := s.processes(r); err != nil {
+		return err
+	}
+	p, err := s.store.ProcessGet(r.Context(), r.PathValue("ns"), r.PathValue("id"), page)
+	if err != nil {
+		return err
+	}
+	v := viewOf(p)
+	if v.History == nil {
+		v.History = []eventView{}
+	}
+	return writeJSON(w, http.StatusOK, v)
+}
+
+// deleteProcess: DELETE /api/v1/processes/{ns}/{id}. It removes the
+// process, its history and its pending timer; 204.
+func (s *server) deleteProcess(w http.ResponseWriter, r *http.Request) error {
+	if _, err := s.processes(r); err != nil {
+		return err
+	}
+	if err := s.store.ProcessDelete(r.Context(), r.PathValue("ns"), r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// processList is the answer of GET /api/v1/processes/{ns}.
+type processList struct {
+	Processes []*processView `json:"processes"`
+	// Next is the after= of the next page; "" on the last one.
+	Next string `json:"next,omitempty"`
+}
+
+// listProcesses: GET /api/v1/processes/{ns}[?status=&after=&limit=],
+// ordered by id, without history; X-Total-Count counts every match.
+func (s *server) listProcesses(w http.ResponseWriter, r *http.Request) error {
+	q, err := parseQuery(r, "status", "after", "limit")
+	if err != nil {
+		return err
+	}
+	params := store.ProcessListParams{Namespace: r.PathValue("ns"), After: q.Get("after"), Limit: DefaultHistoryLimit}
+	switch st := store.ProcessStatus(q.Get("status")); st {
+	case "", store.ProcessRunning, store.ProcessError:
+		params.Status = st
+	default:
+		return badRequest("status", "status must be running or error, got %q", st)
+	}
+	if v := q.Get("limit"); v != "" {
+		if params.Limit, err = strconv.Atoi(v); err != nil || params.Limit < 0 || params.Limit > maxProcessPage {
+			return badRequest("limit", "limit must be 0..%d, got %q", maxProcessPage, v)
+		}
+	}
+	if _, err := s.processes(r); err != nil {
+		return err
+	}
+	ps, total, err := s.store.ProcessList(r.Context(), params)
+	if err != nil {
+		return err
+	}
+	out := processList{Processes: make([]*processView, 0, len(ps))}
+	for i := range ps {
+		out.Processes = append(out.Processes, viewOf(&ps[i]))
+	}
+	if params.Limit > 0 && len(ps) == params.Limit {
+		out.Next = ps[len(ps)-1].ID
+	}
+	w.Header().Set("X-Total-Count", strconv.FormatInt(total, 10))
+	return writeJSON(w, http.StatusOK, out)
+}
