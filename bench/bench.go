@@ -60,8 +60,8 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) ([]Figure, error) 
 		progress = io.Discard
 	}
 	var all []Figure
-	for _, mode := range append(Modes, ModeSteady) {
-		if cfg.Mode != mode && (cfg.Mode != "all" || mode == ModeSteady) {
+	for _, mode := range append(Modes, ModeSteady, ModeProcess) {
+		if cfg.Mode != mode && (cfg.Mode != "all" || mode == ModeSteady || mode == ModeProcess) {
 			continue
 		}
 		if err := purge(ctx, cfg.Store); err != nil {
@@ -105,7 +105,7 @@ func withDefaults(cfg Config) Config {
 
 // ValidMode reports whether mode is one of Modes or "all".
 func ValidMode(mode string) bool {
-	if mode == "all" || mode == ModeSteady {
+	if mode == "all" || mode == ModeSteady || mode == ModeProcess {
 		return true
 	}
 	for _, m := range Modes {
@@ -128,6 +128,8 @@ func runMode(ctx context.Context, cfg Config, mode string, w io.Writer) ([]Figur
 		return backlog(ctx, cfg, w)
 	case ModeSteady:
 		return steady(ctx, cfg, w)
+	case ModeProcess:
+		return processBench(ctx, cfg, w)
 	}
 	return nil, fmt.Errorf("unknown mode %q", mode)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"jobd/clock"
 	"jobd/engine"
 	"jobd/job"
 	"jobd/store"
@@ -43,13 +44,25 @@ type Namespace struct {
 	Processor Processor
 	// Timeout bounds one call of the processor; 0 means DefaultTimeout.
 	Timeout time.Duration
+	// LeaseTTL is the lease of a task job, renewed by the engine while the
+	// call runs; it is how long a dead node's task waits before the
+	// process is declared a zombie. 0 means Timeout + 30s.
+	LeaseTTL time.Duration
 }
+
+// Option configures a Runner.
+type Option func(*Runner)
+
+// WithClock makes the runner read time (relative timers) from c instead
+// of clock.Real.
+func WithClock(c clock.Clock) Option { return func(r *Runner) { r.clock = c } }
 
 // Runner submits process tasks and runs them as engine jobs.
 type Runner struct {
 	store  store.Store
 	queue  string
 	spaces map[string]Namespace
+	clock  clock.Clock
 }
 
 // TaskArgs are the args of a task job.
@@ -68,11 +81,14 @@ type TaskResult struct {
 
 // New makes a Runner of the namespaces and registers its job kinds with e,
 // which must run queue (DefaultQueue when "").
-func New(st store.Store, e *engine.Engine, queue string, spaces []Namespace) (*Runner, error) {
+func New(st store.Store, e *engine.Engine, queue string, spaces []Namespace, opts ...Option) (*Runner, error) {
 	if queue == "" {
 		queue = DefaultQueue
 	}
-	r := &Runner{store: st, queue: queue, spaces: make(map[string]Namespace)}
+	r := &Runner{store: st, queue: queue, spaces: make(map[string]Namespace), clock: clock.Real}
+	for _, o := range opts {
+		o(r)
+	}
 	for _, ns := range spaces {
 		if ns.Name == "" || ns.Processor == nil {
 			return nil, fmt.Errorf("process: a namespace needs a name and a processor")
@@ -82,6 +98,9 @@ func New(st store.Store, e *engine.Engine, queue string, spaces []Namespace) (*R
 		}
 		if ns.Timeout <= 0 {
 			ns.Timeout = DefaultTimeout
+		}
+		if ns.LeaseTTL <= 0 {
+			ns.LeaseTTL = ns.Timeout + 30*time.Second
 		}
 		r.spaces[ns.Name] = ns
 	}
@@ -110,10 +129,13 @@ func (r *Runner) taskParams(kind string, a TaskArgs, runAt time.Time, idem strin
 	}
 	return job.InsertParams{
 		Queue: r.queue, Kind: kind, Args: raw, RunAt: runAt,
-		// Attempt 2 exists only when a node died mid-task: the handler
-		// then declares a zombie instead of running the task again.
-		MaxAttempts:    2,
-		LeaseTTL:       ns.Timeout + 30*time.Second,
+		// An attempt past the first exists only when a node died (or lost
+		// its lease) mid-task: the handler then declares a zombie instead
+		// of running the task again. Every handler error is permanent, so
+		// no other path retries; the spare third attempt only makes sure the
+		// zombie is marked even if the node marking it dies too.
+		MaxAttempts:    3,
+		LeaseTTL:       ns.LeaseTTL,
 		LockKey:        LockKey(a.Namespace, a.ID),
 		IdempotencyKey: idem,
 	}, nil
@@ -152,7 +174,7 @@ func (r *Runner) handle(ctx context.Context, j *engine.Job[TaskArgs]) (json.RawM
 		// acted; never run it twice.
 		zombie := base
 		zombie.Status, zombie.Detail = store.ProcessError, ErrZombie.Error()
-		if _, err := r.store.ProcessTaskFinish(ctx, zombie); err != nil && !errors.Is(err, job.ErrNotFound) {
+		if _, err := r.save(ctx, zombie); err != nil && !errors.Is(err, job.ErrNotFound) {
 			return nil, engine.Permanent(fmt.Errorf("%w; saving it: %w", ErrZombie, err))
 		}
 		return nil, engine.Permanent(ErrZombie)
@@ -193,7 +215,7 @@ func (r *Runner) handle(ctx context.Context, j *engine.Job[TaskArgs]) (json.RawM
 		}
 		failed := base
 		failed.Status, failed.Detail = store.ProcessError, err.Error()
-		if _, ferr := r.store.ProcessTaskFinish(ctx, failed); ferr != nil {
+		if _, ferr := r.save(ctx, failed); ferr != nil {
 			return nil, engine.Permanent(fmt.Errorf("%w; saving the error: %w", err, ferr))
 		}
 		return nil, engine.Permanent(err)
@@ -207,7 +229,7 @@ func (r *Runner) handle(ctx context.Context, j *engine.Job[TaskArgs]) (json.RawM
 	res.UnsetTimer = a.Task == TaskTimeout
 	if act := resp.Action; act != nil {
 		res.UnsetTimer = res.UnsetTimer || act.UnsetTimer
-		at, set := timerAt(act, time.Now())
+		at, set := timerAt(act, r.clock.Now())
 		switch {
 		case set:
 			kind := TaskTimeout
@@ -233,10 +255,24 @@ func (r *Runner) finish(ctx context.Context, res store.ProcessTaskResult, respon
 		return nil, engine.Permanent(err)
 	}
 	res.Outcome = out
-	if _, err := r.store.ProcessTaskFinish(ctx, res); err != nil {
+	if _, err := r.save(ctx, res); err != nil {
 		return nil, engine.Permanent(fmt.Errorf("save task: %w", err))
 	}
 	return out, nil
+}
+
+// saveTimeout bounds the save of a task's changes.
+const saveTimeout = 10 * time.Second
+
+// save is ProcessTaskFinish on a context detached from the handler's:
+// once the processor was called, a shutdown or a cancel of the task must
+// not skip the save, or the engine would release the task and run the
+// call again (a released attempt is not counted). The lease token still
+// fences it.
+func (r *Runner) save(ctx context.Context, res store.ProcessTaskResult) (*store.Process, error) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
+	defer cancel()
+	return r.store.ProcessTaskFinish(sctx, res)
 }
 
 func timerAt(a *Action, now time.Time) (time.Time, bool) {

@@ -23,7 +23,7 @@ func init() { commands = append(commands, benchCommand) }
 func runBench(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "bench")
 	database := fs.String("database", defaultDatabase, "postgres://… or sqlite:PATH")
-	mode := fs.String("mode", "all", "all, "+strings.Join(bench.Modes, ", ")+" or "+bench.ModeSteady+" (not part of all)")
+	mode := fs.String("mode", "all", "all, "+strings.Join(bench.Modes, ", ")+", "+bench.ModeSteady+" or "+bench.ModeProcess+" (the last two not part of all)")
 	jobs := fs.Int("jobs", 200_000, "backlog size of the throughput mode")
 	duration := fs.Duration("duration", 30*time.Second, "length of the continuous and latency modes")
 	concurrency := fs.Int("concurrency", 1000, "worker goroutines")
