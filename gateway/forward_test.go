@@ -60,12 +60,15 @@ func TestSyncFailures(t *testing.T) {
 		t.Fatalf("problem type %q", got)
 	}
 
-	slow := start(t, newDatabase(t, "sqlite"), up, options{timeout: 50 * time.Millisecond})
+	// The timeout is long enough for the call to reach the upstream even
+	// on a loaded machine, so that its abort can be seen there.
+	slow := start(t, newDatabase(t, "sqlite"), up, options{timeout: time.Second})
 	r = slow.do("GET", "/gw/up/slow", "")
 	want(t, "slow upstream", r, http.StatusGatewayTimeout)
 	if got := problemType(t, r); got != gateway.ProblemUpstreamTimeout {
 		t.Fatalf("problem type %q", got)
 	}
+	up.waitStarted(t)
 	recv(t, up.aborted, "the timed-out call to be aborted")
 }
 
