@@ -56,27 +56,9 @@ func (b *triggerBody) params() (job.InsertParams, error) {
 // trigger: POST /api/v1/jobs/trigger, the dataloader's submission:
 // {job_id, status}, 201 when created, 200 when the idempotency key matched.
 func (s *server) trigger(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r); err != nil {
-		return err
-	}
-	var body triggerBody
-	if err := s.decodeBody(w, r, &body); err != nil {
-		return err
-	}
-	p, err := body.params()
-	if err != nil {
-		return err
-	}
-	res, err := s.insert(r, p)
-	if err != nil {
-		return err
-	}
-	status := http.StatusOK
-	if res.Created {
-		status = http.StatusCreated
-		w.Header().Set("Location", "/api/v1/jobs/"+res.Job.ID.String())
-	}
-	return writeJSON(w, status, api.TriggerResponse{JobID: res.Job.ID, Status: api.State(res.Job.State)})
+	return s.create(w, r, &triggerBody{}, func(j *job.Job) any {
+		return api.TriggerResponse{JobID: j.ID, Status: api.State(j.State)}
+	})
 }
 
 // jobStatus: GET /api/v1/jobs/{id}/status, the dataloader's status.

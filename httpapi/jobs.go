@@ -184,11 +184,22 @@ func (s *server) insert(r *http.Request, p job.InsertParams) (store.InsertResult
 // submit: POST /api/v1/jobs. 201 with the new job, 200 with the existing
 // one when the idempotency key or the active duplicate matched.
 func (s *server) submit(w http.ResponseWriter, r *http.Request) error {
+	return s.create(w, r, &submitBody{}, func(j *job.Job) any { return toAPIJob(j) })
+}
+
+// submission is a request body that describes one job to create.
+type submission interface {
+	params() (job.InsertParams, error)
+}
+
+// create decodes body, inserts the job it describes and answers with
+// render(job): 201 and a Location when the job is new, 200 when the
+// idempotency key or the active duplicate matched an existing one.
+func (s *server) create(w http.ResponseWriter, r *http.Request, body submission, render func(*job.Job) any) error {
 	if err := checkQuery(r); err != nil {
 		return err
 	}
-	var body submitBody
-	if err := s.decodeBody(w, r, &body); err != nil {
+	if err := s.decodeBody(w, r, body); err != nil {
 		return err
 	}
 	p, err := body.params()
@@ -204,7 +215,7 @@ func (s *server) submit(w http.ResponseWriter, r *http.Request) error {
 		status = http.StatusCreated
 		w.Header().Set("Location", "/api/v1/jobs/"+res.Job.ID.String())
 	}
-	return writeJSON(w, status, toAPIJob(res.Job))
+	return writeJSON(w, status, render(res.Job))
 }
 
 // getJob: GET /api/v1/jobs/{id}[?wait=30s]. With wait, the answer is held
