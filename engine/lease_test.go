@@ -40,6 +40,9 @@ func TestLeaseLost(t *testing.T) {
 		})
 
 		runA := start(t, a)
+		// a's poll never fires on its frozen clock: the insert must reach
+		// it as a wake-up, so wait until it listens.
+		waitListening(t, a, s)
 		j := insert(t, s, job.InsertParams{Kind: "hold", LeaseTTL: time.Second})
 		<-holdStarted
 		start(t, b) // only now, so that a has the first attempt
