@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"jobd/api"
+	"github.com/jobd/jobd/api"
 )
 
 func TestDuration(t *testing.T) {

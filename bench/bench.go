@@ -16,9 +16,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"jobd/engine"
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // Queue is the queue every benchmark job goes to.

@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // purge removes every job of the bench queue (and nothing else).

@@ -11,10 +11,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"jobd/engine"
-	"jobd/job"
-	"jobd/process"
-	"jobd/store"
+	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/process"
+	"github.com/jobd/jobd/store"
 )
 
 // ModeProcess is run only when asked for by name: calls/s of durable

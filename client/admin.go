@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"jobd/api"
+	"github.com/jobd/jobd/api"
 )
 
 // Queues returns every queue with its job counts by state and paused flag.

@@ -16,7 +16,7 @@ import (
 	"net/url"
 	"strings"
 
-	"jobd/api"
+	"github.com/jobd/jobd/api"
 )
 
 // Client talks to one jobd server. It is safe for concurrent use.

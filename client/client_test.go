@@ -10,11 +10,11 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/api"
-	"jobd/client"
-	"jobd/httpapi"
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/client"
+	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 func TestJobs(t *testing.T) {

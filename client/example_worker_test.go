@@ -7,7 +7,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"jobd/client"
+	"github.com/jobd/jobd/client"
 )
 
 // A remote worker: claim "resize" jobs over HTTP with a worker's key,

@@ -8,13 +8,13 @@ import (
 	"path/filepath"
 	"testing"
 
-	"jobd/client"
-	"jobd/httpapi"
-	"jobd/internal/pgtest"
-	"jobd/job"
-	"jobd/store"
-	"jobd/store/postgres"
-	"jobd/store/sqlite"
+	"github.com/jobd/jobd/client"
+	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
+	"github.com/jobd/jobd/store/postgres"
+	"github.com/jobd/jobd/store/sqlite"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/api"
+	"github.com/jobd/jobd/api"
 )
 
 // Submit creates a job. created is false when the server returned an

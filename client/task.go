@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"jobd/api"
+	"github.com/jobd/jobd/api"
 )
 
 // Task is one claimed job handed to a handler: its args decoded as A.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/api"
+	"github.com/jobd/jobd/api"
 )
 
 // Wait blocks until the job is final and returns it. onUpdate (may be nil)

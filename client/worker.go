@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/api"
+	"github.com/jobd/jobd/api"
 )
 
 // WorkerConfig configures a remote Worker. Only Queues is required.

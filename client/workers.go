@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/api"
+	"github.com/jobd/jobd/api"
 )
 
 // CreateWorker registers a remote worker (admin scope). The answer's

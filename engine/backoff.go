@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"jobd/job"
+	"github.com/jobd/jobd/job"
 )
 
 // Backoff kinds.

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"jobd/engine"
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // BenchmarkEngineNoop measures an engine working a backlog of b.N noop

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"jobd/engine"
-	"jobd/engine/builtin"
-	"jobd/internal/pgtest"
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/engine/builtin"
+	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // heartbeatCounter is the real store, counting JobHeartbeat calls.

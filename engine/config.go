@@ -12,9 +12,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"jobd/clock"
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // Defaults of Config (DESIGN.md section 2).

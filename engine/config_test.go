@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"jobd/job"
+	"github.com/jobd/jobd/job"
 )
 
 func TestParseQueues(t *testing.T) {

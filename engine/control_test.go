@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"jobd/engine"
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 func TestCancelRunningJob(t *testing.T) {

@@ -11,10 +11,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/clock"
-	"jobd/job"
-	"jobd/store"
-	"jobd/store/wakeup"
+	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
+	"github.com/jobd/jobd/store/wakeup"
 )
 
 // hardStopGrace is how long a shutdown waits, after cancelling the

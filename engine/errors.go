@@ -5,7 +5,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"jobd/job"
+	"github.com/jobd/jobd/job"
 )
 
 // Causes of a handler's context cancellation, read with context.Cause.

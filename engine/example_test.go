@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"jobd/engine"
-	"jobd/job"
-	"jobd/store/sqlite"
+	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store/sqlite"
 )
 
 func ExampleParseQueues() {

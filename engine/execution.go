@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // execution is one claimed job while this node runs it.

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"sync"
 
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // maxFinishBatch caps the outcomes written by one JobFinish call.

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"jobd/job"
+	"github.com/jobd/jobd/job"
 )
 
 // handlerFunc runs one job and returns its result as JSON.

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"jobd/clock"
+	"github.com/jobd/jobd/clock"
 )
 
 // Retry delays after a store error: doubling from retryMin to retryMax.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"jobd/store"
+	"github.com/jobd/jobd/store"
 )
 
 // maxHeartbeatBatch caps the leases renewed by one JobHeartbeat call.

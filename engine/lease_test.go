@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"jobd/clock"
-	"jobd/engine"
-	"jobd/internal/pgtest"
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // TestLeaseLost: a node whose heartbeats come too late for a job's lease

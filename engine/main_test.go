@@ -12,13 +12,13 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/engine"
-	"jobd/engine/builtin"
-	"jobd/internal/pgtest"
-	"jobd/job"
-	"jobd/store"
-	"jobd/store/postgres"
-	"jobd/store/sqlite"
+	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/engine/builtin"
+	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
+	"github.com/jobd/jobd/store/postgres"
+	"github.com/jobd/jobd/store/sqlite"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -9,9 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"jobd/engine"
-	"jobd/internal/pgtest"
-	"jobd/job"
+	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/job"
 )
 
 // TestDatabaseOutage: PostgreSQL refuses the engine's connections for a

@@ -4,8 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // maxClaim caps the jobs one claim asks for.

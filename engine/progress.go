@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"jobd/clock"
-	"jobd/job"
+	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/job"
 )
 
 // progress throttles one job's progress writes. set only records the

@@ -9,9 +9,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/engine"
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // TestTwoNodesOneLockKeyAtATime: two nodes on one PostgreSQL database

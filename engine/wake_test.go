@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"jobd/clock"
-	"jobd/engine"
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // TestWakeUpRunsJobsWithoutPolling: with a poll of an hour, only the

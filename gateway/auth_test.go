@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"jobd/job"
+	"github.com/jobd/jobd/job"
 )
 
 // TestAuth: with authentication on, credentials are checked before

@@ -11,9 +11,9 @@ import (
 	"strconv"
 	"strings"
 
-	"jobd/api"
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // Handler serves /gw/NAME/... (forwarding) and the ArangoDB-compatible

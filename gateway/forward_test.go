@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"jobd/gateway"
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/gateway"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // TestSyncForward: without an async header the request goes upstream at

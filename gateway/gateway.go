@@ -21,10 +21,10 @@ import (
 	"net/http"
 	"time"
 
-	"jobd/clock"
-	"jobd/engine"
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // The queue and kind of the gateway's jobs.

@@ -19,15 +19,15 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/clock"
-	"jobd/engine"
-	"jobd/gateway"
-	"jobd/httpapi"
-	"jobd/internal/pgtest"
-	"jobd/job"
-	"jobd/store"
-	"jobd/store/postgres"
-	"jobd/store/sqlite"
+	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/gateway"
+	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
+	"github.com/jobd/jobd/store/postgres"
+	"github.com/jobd/jobd/store/sqlite"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

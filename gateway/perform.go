@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"jobd/engine"
+	"github.com/jobd/jobd/engine"
 )
 
 // maxRetryAfter caps how long an upstream's Retry-After may hold a job.

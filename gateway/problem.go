@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"net/http"
 
-	"jobd/api"
-	"jobd/job"
+	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/job"
 )
 
 // The problem types of the gateway's own answers, beside the API's.

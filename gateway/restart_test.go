@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"jobd/clock"
-	"jobd/job"
+	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/job"
 )
 
 // TestRestart: jobd stops (store, engine and server closed) with a result

@@ -12,9 +12,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/api"
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // List sizes of GET done / GET pending.

@@ -10,9 +10,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/api"
-	"jobd/gateway"
-	"jobd/job"
+	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/gateway"
+	"github.com/jobd/jobd/job"
 )
 
 // TestUpstreamFailures: a 5xx is retried up to max_attempts and then

@@ -11,9 +11,9 @@ import (
 	"slices"
 	"strings"
 
-	"jobd/api"
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // scope is a permission an API key can hold.

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"jobd/api"
-	"jobd/httpapi"
-	"jobd/store"
+	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/store"
 )
 
 const adminSecret = "the-admin-secret-0123456789"

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"jobd/httpapi"
-	"jobd/store"
+	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/store"
 )
 
 // badBodies are submissions refused with the status and field given.

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"jobd/api"
-	"jobd/job"
+	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/job"
 )
 
 // triggerBody mirrors api.TriggerRequest (a test holds them equal) with

@@ -3,9 +3,9 @@ package httpapi
 import (
 	"time"
 
-	"jobd/api"
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // toAPIJob shows a job on the wire; the lease token stays out.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"jobd/httpapi"
+	"github.com/jobd/jobd/httpapi"
 )
 
 // fuzzHandlers are the API over each store, for the fuzz targets.

@@ -3,8 +3,8 @@ package httpapi
 import (
 	"net/http"
 
-	"jobd/api"
-	"jobd/job"
+	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/job"
 )
 
 // health: GET /health. Fast, and never touches the database: it says the

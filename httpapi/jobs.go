@@ -13,9 +13,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/api"
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // submitBody mirrors api.SubmitRequest member for member (a test holds

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"jobd/api"
-	"jobd/httpapi"
-	"jobd/store"
+	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/store"
 )
 
 func TestSubmitAndGet(t *testing.T) {

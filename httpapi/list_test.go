@@ -8,10 +8,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/api"
-	"jobd/httpapi"
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 func TestList(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"jobd/api"
+	"github.com/jobd/jobd/api"
 )
 
 // TestOpenAPIMatchesRoutes holds openapi.json and the route table to

@@ -9,8 +9,8 @@ import (
 	"net/http"
 	"strings"
 
-	"jobd/api"
-	"jobd/job"
+	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/job"
 )
 
 // problem is an error that is answered as is: its status, type and

@@ -10,10 +10,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/api"
-	"jobd/job"
-	"jobd/process"
-	"jobd/store"
+	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/process"
+	"github.com/jobd/jobd/store"
 )
 
 // Durable process routes (/api/v1/processes/...), served when

@@ -11,10 +11,10 @@ import (
 	"sync"
 	"testing"
 
-	"jobd/engine"
-	"jobd/httpapi"
-	"jobd/process"
-	"jobd/store"
+	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/process"
+	"github.com/jobd/jobd/store"
 )
 
 // counterProcessor is a real HTTP processor: aux_state {"n": N}; init

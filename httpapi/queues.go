@@ -5,8 +5,8 @@ import (
 	"sort"
 	"unicode/utf8"
 
-	"jobd/api"
-	"jobd/store"
+	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/store"
 )
 
 // queues: GET /api/v1/queues, every queue with its counts by state and

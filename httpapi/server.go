@@ -14,9 +14,9 @@ import (
 	"runtime/debug"
 	"time"
 
-	"jobd/clock"
-	"jobd/process"
-	"jobd/store"
+	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/process"
+	"github.com/jobd/jobd/store"
 )
 
 // Defaults of Config.

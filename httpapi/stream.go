@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"jobd/job"
+	"github.com/jobd/jobd/job"
 )
 
 // keepAliveInterval spaces the comment lines that keep an idle stream

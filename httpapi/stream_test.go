@@ -9,12 +9,12 @@ import (
 	"strings"
 	"testing"
 
-	"jobd/api"
-	"jobd/engine"
-	"jobd/engine/builtin"
-	"jobd/httpapi"
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/engine/builtin"
+	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // sseStream reads the events of a job stream.

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"time"
 
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // Defaults of the remote-worker settings of Config.

@@ -9,9 +9,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/api"
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // maxWorkerField bounds a worker's capabilities and metadata (10 KiB each).

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"jobd/clock"
-	"jobd/engine"
-	"jobd/job"
-	"jobd/process"
+	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/process"
 )
 
 // TestTimeoutReadsClock: a relative timer ("timeout": seconds) is due at

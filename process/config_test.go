@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"jobd/process"
+	"github.com/jobd/jobd/process"
 )
 
 func TestParseNamespaces(t *testing.T) {

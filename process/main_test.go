@@ -8,10 +8,10 @@ import (
 	"reflect"
 	"testing"
 
-	"jobd/internal/pgtest"
-	"jobd/store"
-	"jobd/store/postgres"
-	"jobd/store/sqlite"
+	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/store"
+	"github.com/jobd/jobd/store/postgres"
+	"github.com/jobd/jobd/store/sqlite"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

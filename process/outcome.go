@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"jobd/job"
+	"github.com/jobd/jobd/job"
 )
 
 // ErrProcessor is the error of a task whose processor failed (non-2xx, a

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"time"
 
-	"jobd/clock"
-	"jobd/engine"
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // Kinds of the engine jobs that carry process tasks.

@@ -13,10 +13,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/engine"
-	"jobd/job"
-	"jobd/process"
-	"jobd/store"
+	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/process"
+	"github.com/jobd/jobd/store"
 )
 
 // counter is a real HTTP processor: aux_state {"n": N}; a call adds 1

@@ -9,9 +9,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/job"
-	"jobd/process"
-	"jobd/store"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/process"
+	"github.com/jobd/jobd/store"
 )
 
 func get(t *testing.T, st store.Store) *store.Process {

@@ -16,13 +16,13 @@ import (
 	"testing"
 	"time"
 
-	"jobd/engine"
-	"jobd/internal/pgtest"
-	"jobd/job"
-	"jobd/process"
-	"jobd/store"
-	"jobd/store/postgres"
-	"jobd/store/sqlite"
+	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/process"
+	"github.com/jobd/jobd/store"
+	"github.com/jobd/jobd/store/postgres"
+	"github.com/jobd/jobd/store/sqlite"
 )
 
 // Environment of the node subprocess of TestZombie.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/job"
+	"github.com/jobd/jobd/job"
 )
 
 // ProcessStatus is where a durable process is: running, or in error until

@@ -28,7 +28,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/job"
+	"github.com/jobd/jobd/job"
 )
 
 // Store is a jobd database. All methods are safe for concurrent use, and

@@ -7,7 +7,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"jobd/internal/cli"
+	"github.com/jobd/jobd/internal/cli"
 )
 
 func main() {

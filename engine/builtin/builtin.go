@@ -10,8 +10,8 @@ import (
 	"math"
 	"time"
 
-	"jobd/engine"
-	"jobd/job"
+	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/job"
 )
 
 // Kind names of the built-in handlers.

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"jobd/engine"
-	"jobd/engine/builtin"
-	"jobd/job"
+	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/engine/builtin"
+	"github.com/jobd/jobd/job"
 )
 
 // The handlers are plain functions: a hand-built engine.Job runs them

@@ -11,6 +11,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/jobd/jobd/internal/buildinfo"
 )
 
 // Env is what a command may touch of the outside world.
@@ -61,6 +63,10 @@ func usageError(format string, args ...any) error {
 // code: 0 on success, 2 for usage errors, 1 for other failures, or the
 // code of an *ExitError.
 func Main(ctx context.Context, args []string, env *Env) int {
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version" || args[0] == "version") {
+		fmt.Fprintf(env.Stdout, "jobd %s\n", buildinfo.Version())
+		return 0
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		printCommands(env.Stderr)
 		if len(args) == 0 {
@@ -111,7 +117,8 @@ func printCommands(w io.Writer) {
 	for _, c := range sorted {
 		fmt.Fprintf(w, "  %-9s %s\n", c.Name, c.Summary)
 	}
-	fmt.Fprintln(w, "\nEvery flag also reads JOBD_<FLAG> from the environment (--admin-secret: JOBD_ADMIN_SECRET).")
+	fmt.Fprintln(w, "\njobd --version prints the version.")
+	fmt.Fprintln(w, "Every flag also reads JOBD_<FLAG> from the environment (--admin-secret: JOBD_ADMIN_SECRET).")
 }
 
 // newFlagSet returns a flag set for a command that reports errors instead

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"jobd/bench"
+	"github.com/jobd/jobd/bench"
 )
 
 var benchCommand = &Command{

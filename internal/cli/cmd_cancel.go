@@ -6,8 +6,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/api"
-	"jobd/client"
+	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/client"
 )
 
 var cancelCommand = &Command{

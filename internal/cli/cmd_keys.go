@@ -6,7 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"jobd/api"
+	"github.com/jobd/jobd/api"
 )
 
 var keysCommand = &Command{

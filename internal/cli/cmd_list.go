@@ -7,8 +7,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"jobd/api"
-	"jobd/client"
+	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/client"
 )
 
 var listCommand = &Command{

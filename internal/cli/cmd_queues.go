@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"text/tabwriter"
 
-	"jobd/api"
+	"github.com/jobd/jobd/api"
 )
 
 var queuesCommand = &Command{

@@ -11,12 +11,13 @@ import (
 	"strings"
 	"time"
 
-	"jobd/engine"
-	"jobd/engine/builtin"
-	"jobd/gateway"
-	"jobd/httpapi"
-	"jobd/process"
-	"jobd/store"
+	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/engine/builtin"
+	"github.com/jobd/jobd/gateway"
+	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/internal/buildinfo"
+	"github.com/jobd/jobd/process"
+	"github.com/jobd/jobd/store"
 )
 
 var serveCommand = &Command{
@@ -27,9 +28,6 @@ var serveCommand = &Command{
 }
 
 func init() { commands = append(commands, serveCommand) }
-
-// Version is jobd's version, reported by /status.
-var Version = "0.1.0-dev"
 
 type serveFlags struct {
 	database, listen, workers, node, adminSecret string
@@ -167,7 +165,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	}
 	builtin.Register(eng)
 	apiCfg := httpapi.Config{
-		Store: st, Logger: logger, Version: Version, AdminSecret: f.adminSecret,
+		Store: st, Logger: logger, Version: buildinfo.Version(), AdminSecret: f.adminSecret,
 		MaxBodyBytes: int64(f.maxBody), MaxArgsBytes: f.maxArgs,
 		Wakeups: eng.Subscribe, PreferWindow: f.preferWindow, WorkerRetryDelay: f.workerRetry,
 	}
@@ -253,7 +251,7 @@ func serve(ctx context.Context, logger *slog.Logger, addr string, handler http.H
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 	}
-	logger.Info("jobd serving", "addr", ln.Addr().String(), "version", Version)
+	logger.Info("jobd serving", "addr", ln.Addr().String(), "version", buildinfo.Version())
 
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- srv.Serve(ln) }()

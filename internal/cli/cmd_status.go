@@ -12,8 +12,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/api"
-	"jobd/client"
+	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/client"
 )
 
 var statusCommand = &Command{

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"jobd/api"
+	"github.com/jobd/jobd/api"
 )
 
 var submitCommand = &Command{

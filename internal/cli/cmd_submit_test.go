@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/api"
+	"github.com/jobd/jobd/api"
 )
 
 func mustParse(t *testing.T, s string) uuid.UUID {

@@ -11,13 +11,13 @@ import (
 	"sync"
 	"testing"
 
-	"jobd/api"
-	"jobd/httpapi"
-	"jobd/internal/pgtest"
-	"jobd/job"
-	"jobd/store"
-	"jobd/store/postgres"
-	"jobd/store/sqlite"
+	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
+	"github.com/jobd/jobd/store/postgres"
+	"github.com/jobd/jobd/store/sqlite"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"jobd/client"
+	"github.com/jobd/jobd/client"
 )
 
 var workerCommand = &Command{

@@ -18,15 +18,15 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/api"
-	"jobd/client"
-	"jobd/engine"
-	"jobd/httpapi"
-	"jobd/internal/pgtest"
-	"jobd/job"
-	"jobd/store"
-	"jobd/store/postgres"
-	"jobd/store/sqlite"
+	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/client"
+	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
+	"github.com/jobd/jobd/store/postgres"
+	"github.com/jobd/jobd/store/sqlite"
 )
 
 // preferWindow is the test servers' prefer window: short, so that the

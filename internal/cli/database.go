@@ -6,10 +6,10 @@ import (
 	"log/slog"
 	"strings"
 
-	"jobd/clock"
-	"jobd/store"
-	"jobd/store/postgres"
-	"jobd/store/sqlite"
+	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/store"
+	"github.com/jobd/jobd/store/postgres"
+	"github.com/jobd/jobd/store/sqlite"
 )
 
 // defaultDatabase is the embedded store used with no configuration.

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"jobd/clock"
-	"jobd/internal/pgtest"
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // BenchmarkClaimFinish works a backlog of b.N no-op jobs (inserted before

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // claimRetries bounds how often a claim that lost a race for a lock_key is

@@ -6,10 +6,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/clock"
-	"jobd/internal/pgtest"
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // TestFeedWaitsForOpenTransactions: a transaction that began before

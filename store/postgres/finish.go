@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // JobFinish applies the lease holders' outcomes in one statement, which is

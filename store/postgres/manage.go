@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/job"
+	"github.com/jobd/jobd/job"
 )
 
 // JobCancel cancels a queued job or asks a running one to stop; a

@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/internal/pgtest"
-	"jobd/job"
+	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/job"
 )
 
 func TestMigrationsAreNumbered(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"jobd/store"
+	"github.com/jobd/jobd/store"
 )
 
 // The notification channels: jobd_wake carries a queue name (wake.sql and

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"jobd/clock"
-	"jobd/internal/pgtest"
+	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/internal/pgtest"
 )
 
 // TestListenReconnects kills Listen's connection from the server side and

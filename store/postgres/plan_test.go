@@ -10,8 +10,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"jobd/clock"
-	"jobd/internal/pgtest"
+	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/internal/pgtest"
 )
 
 // TestPlansAreStable checks, with EXPLAIN, that the hot statements keep

@@ -21,10 +21,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"jobd/clock"
-	"jobd/job"
-	"jobd/store"
-	"jobd/store/wakeup"
+	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
+	"github.com/jobd/jobd/store/wakeup"
 )
 
 // Options configures a Store. Zero values take the defaults.

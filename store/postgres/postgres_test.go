@@ -6,10 +6,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"jobd/clock"
-	"jobd/internal/pgtest"
-	"jobd/store"
-	"jobd/store/storetest"
+	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/store"
+	"github.com/jobd/jobd/store/storetest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

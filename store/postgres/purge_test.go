@@ -3,10 +3,10 @@ package postgres
 import (
 	"testing"
 
-	"jobd/clock"
-	"jobd/internal/pgtest"
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // TestPurgeInBatches purges with batches of 2: the batches add up, the

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"jobd/job"
+	"github.com/jobd/jobd/job"
 )
 
 // jobRow receives the columns every statement that returns whole jobs

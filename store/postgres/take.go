@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/job"
+	"github.com/jobd/jobd/job"
 )
 
 // JobTake deletes a finished job with its journal and returns it; a

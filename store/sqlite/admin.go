@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // JobCancel cancels a queued job at once or asks a running one to stop;

@@ -3,8 +3,8 @@ package sqlite
 import (
 	"testing"
 
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // BenchmarkClaimFinish works a backlog of b.N no-op jobs (events on, WAL,

@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // JobClaim moves up to params.Max available jobs of params.Queue to

@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // TestConcurrentClaimers runs 8 goroutines, on two Store values sharing

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/job"
+	"github.com/jobd/jobd/job"
 )
 
 // journal collects the events of one write transaction and appends them

@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // JobHeartbeat extends, in one transaction, the leases still held, and

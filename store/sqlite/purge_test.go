@@ -3,8 +3,8 @@ package sqlite
 import (
 	"testing"
 
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // TestPurgeInBatches purges with batches of 2: the batches add up, the

@@ -7,8 +7,8 @@ import (
 	"sort"
 	"time"
 
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // QueueList returns every queue that has jobs or a setting, by name, with

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/job"
+	"github.com/jobd/jobd/job"
 )
 
 // jobColumns are jobd_jobs' columns in table order, the order in which

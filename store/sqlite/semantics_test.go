@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // TestEmptyKeysStoredNull: empty lock, partition and idempotency keys are

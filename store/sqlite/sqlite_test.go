@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"testing"
 
-	"jobd/clock"
-	"jobd/store"
-	"jobd/store/storetest"
+	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/store"
+	"github.com/jobd/jobd/store/storetest"
 )
 
 // openAt opens and migrates a Store on the file at path, closed when t

@@ -4,10 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"jobd/clock"
-	"jobd/job"
-	"jobd/store"
-	"jobd/store/storetest"
+	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
+	"github.com/jobd/jobd/store/storetest"
 )
 
 // TestStampsIncreaseOnStillClock: with a clock that stands still, each

@@ -30,10 +30,10 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
-	"jobd/clock"
-	"jobd/job"
-	"jobd/store"
-	"jobd/store/wakeup"
+	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
+	"github.com/jobd/jobd/store/wakeup"
 )
 
 // busyTimeoutMS is how long a connection waits for another one's lock

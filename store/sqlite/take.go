@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/job"
+	"github.com/jobd/jobd/job"
 )
 
 // JobTake deletes a finished job with its events and returns it as it

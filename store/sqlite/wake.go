@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"jobd/store"
-	"jobd/store/wakeup"
+	"github.com/jobd/jobd/store"
+	"github.com/jobd/jobd/store/wakeup"
 )
 
 // hubs holds one wakeup.Hub per database file in this process, so that

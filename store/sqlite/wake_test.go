@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/clock"
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // listen runs s.Listen until the test ends and returns the queues it is

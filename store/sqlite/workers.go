@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // WorkerCreate stores a worker and its key in one transaction. See

@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 var claimTests = []test{

@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/clock"
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // testListFeedExact runs FeedExactlyOnce on a store with the real clock:

@@ -11,9 +11,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/clock"
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // start is where every test's fake clock begins: fixed, so that failures

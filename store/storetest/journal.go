@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/job"
+	"github.com/jobd/jobd/job"
 )
 
 var journalTests = []test{

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 var keyTests = []test{

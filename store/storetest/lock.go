@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 var lockTests = []test{

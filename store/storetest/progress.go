@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"jobd/job"
+	"github.com/jobd/jobd/job"
 )
 
 var progressTests = []test{

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"jobd/job"
+	"github.com/jobd/jobd/job"
 )
 
 var retryTests = []test{

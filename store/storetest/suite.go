@@ -7,8 +7,8 @@ package storetest
 import (
 	"testing"
 
-	"jobd/clock"
-	"jobd/store"
+	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/store"
 )
 
 // Opener returns a migrated store on a fresh, empty database, using c as its

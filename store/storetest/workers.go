@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"jobd/job"
-	"jobd/store"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 var workerTests = []test{

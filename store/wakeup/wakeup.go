@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"jobd/clock"
+	"github.com/jobd/jobd/clock"
 )
 
 // Hub fans signals of type T out to listeners in this process. The zero

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"jobd/clock"
+	"github.com/jobd/jobd/clock"
 )
 
 func TestSchedulerKeepsEarliestPerQueue(t *testing.T) {
