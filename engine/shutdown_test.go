@@ -190,7 +190,7 @@ func engineGoroutines() []string {
 	}
 	var found []string
 	for g := range strings.SplitSeq(string(buf), "\n\n") {
-		if strings.Contains(g, "created by jobd/engine.") {
+		if strings.Contains(g, "created by github.com/jobd/jobd/engine.") {
 			found = append(found, g)
 		}
 	}
