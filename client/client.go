@@ -1,8 +1,26 @@
 // Package client is the Go SDK of jobd's HTTP API v1: submit jobs, read
-// them, wait for them with live progress, cancel, retry and list them,
-// and manage queues and API keys. It depends only on the wire types of
-// package api and the standard library, so a program that talks to a
-// jobd server does not pull in the server.
+// them, wait for them with live progress, cancel, retry and list them;
+// call durable processes (InitProcess, CallProcess, RepairProcess,
+// GetProcess, ListProcesses, DeleteProcess); manage queues, API keys and
+// workers; and run remote workers (NewWorker, Handle).
+//
+// Errors of the server are *Error values carrying its problem document.
+// errors.Is matches them to the sentinels (ErrNotFound, ErrConflict,
+// ErrUnavailable, ErrUpstream…) by the problem's type, read from the same
+// table the server answers by (api.ProblemKinds); IsRetryable says
+// whether sending a request again later can help.
+//
+// The package is light. It lives in the root module, github.com/jobd/jobd
+// (one module: a program that embeds the engine needs no replace nor tag
+// of a second one), and imports only the standard library,
+// github.com/google/uuid and the wire types of package api, which import
+// nothing of the server: a remote worker or an HTTP caller built with it
+// compiles no PostgreSQL or SQLite driver and no server package. The
+// package's tests prove it under go test ./...: they run go list -deps on
+// client and api, and build a program that uses the client in a scratch
+// module outside the repository (require github.com/jobd/jobd with a
+// replace to the checkout, go mod tidy, go build), checking its package
+// list.
 package client
 
 import (
