@@ -132,6 +132,7 @@ type Error struct {
 	RetryAfter time.Duration
 }
 
+// Error describes the answer: its status, detail and field.
 func (e *Error) Error() string {
 	msg := fmt.Sprintf("jobd: %d %s", e.StatusCode, e.Problem.Error())
 	if e.Problem.Field != "" && !strings.Contains(e.Problem.Detail, e.Problem.Field) {

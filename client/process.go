@@ -45,6 +45,7 @@ type TaskTimeoutError struct {
 	Err *Error
 }
 
+// Error describes the server's answer.
 func (e *TaskTimeoutError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the server's answer.

@@ -24,6 +24,7 @@ type Error struct {
 	Detail string
 }
 
+// Error returns the detail.
 func (e *Error) Error() string { return e.Detail }
 
 // Errorf returns an *Error of typ naming field ("" for none).
