@@ -1,7 +1,10 @@
-// Package api holds the JSON wire types of jobd's HTTP API v1. The server
-// (package httpapi) and the Go client (package client) both use them, so a
-// remote caller needs nothing of the server to speak the protocol. Times
-// are RFC 3339; durations are Go duration strings ("90s", "5m").
+// Package api holds the JSON wire types of jobd's HTTP API v1, and the one
+// table of its problem kinds (ProblemKinds: type URI, status, title,
+// class). The server (packages httpapi and gateway) answers by them and
+// the Go client (package client) reads them, so a remote caller needs
+// nothing of the server to speak the protocol; api imports nothing of the
+// server. Times are RFC 3339; durations are Go duration strings ("90s",
+// "5m").
 package api
 
 import (

@@ -1,8 +1,26 @@
 // Package client is the Go SDK of jobd's HTTP API v1: submit jobs, read
-// them, wait for them with live progress, cancel, retry and list them,
-// and manage queues and API keys. It depends only on the wire types of
-// package api and the standard library, so a program that talks to a
-// jobd server does not pull in the server.
+// them, wait for them with live progress, cancel, retry and list them;
+// call durable processes (InitProcess, CallProcess, RepairProcess,
+// GetProcess, ListProcesses, DeleteProcess); manage queues, API keys and
+// workers; and run remote workers (NewWorker, Handle).
+//
+// Errors of the server are *Error values carrying its problem document.
+// errors.Is matches them to the sentinels (ErrNotFound, ErrConflict,
+// ErrUnavailable, ErrUpstream…) by the problem's type, read from the same
+// table the server answers by (api.ProblemKinds); IsRetryable says
+// whether sending a request again later can help.
+//
+// The package is light. It lives in the root module, github.com/jobd/jobd
+// (one module: a program that embeds the engine needs no replace nor tag
+// of a second one), and imports only the standard library,
+// github.com/google/uuid and the wire types of package api, which import
+// nothing of the server: a remote worker or an HTTP caller built with it
+// compiles no PostgreSQL or SQLite driver and no server package. The
+// package's tests prove it under go test ./...: they run go list -deps on
+// client and api, and build a program that uses the client in a scratch
+// module outside the repository (require github.com/jobd/jobd with a
+// replace to the checkout, go mod tidy, go build), checking its package
+// list.
 package client
 
 import (
@@ -14,7 +32,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jobd/jobd/api"
 )
@@ -54,30 +74,65 @@ func New(baseURL, key string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// Sentinel errors an *Error matches with errors.Is, by HTTP status.
+// Sentinel errors an *Error matches with errors.Is. The server's answer
+// is classified by its problem type (api.ClassOf reads the table
+// api.ProblemKinds that the server answers by), and only by its status
+// when the body is not a problem document of a type jobd defines (a
+// proxy's error page, an older server).
 var (
 	// ErrInvalid: the request was refused as malformed or breaking a rule
-	// (400, 413, 422); Error.Problem.Field names the field.
+	// (400, 405, 413, 422); Error.Problem.Field names the field.
 	ErrInvalid = errors.New("invalid request")
 	// ErrUnauthorized: missing or wrong credentials (401).
 	ErrUnauthorized = errors.New("unauthorized")
 	// ErrForbidden: the key lacks the scope (403).
 	ErrForbidden = errors.New("forbidden")
-	// ErrNotFound: no such job, key or route (404).
+	// ErrNotFound: no such job, key, process or route (404).
 	ErrNotFound = errors.New("not found")
-	// ErrConflict: the job's state does not allow the operation (409).
+	// ErrConflict: the state of the job, process or lease does not allow
+	// the operation (409; 410 for a canceled async request). A lost lease
+	// also matches ErrLeaseLost.
 	ErrConflict = errors.New("conflict")
-	// ErrUnavailable: the server or its database is unavailable (502, 503,
-	// 504).
+	// ErrUnavailable: retry later. The database does not answer, the
+	// server is too busy (503 with Retry-After, see Error.RetryAfter), or
+	// a proxy in front of it answered 502, 503 or 504 without a problem
+	// document.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrUpstream: a service jobd called for the request failed: a
+	// process's processor (the process is now in error until a repair)
+	// or the async gateway's upstream (502, 504). Not transient: do not
+	// send the same request again as is.
+	ErrUpstream = errors.New("upstream failed")
+	// ErrTaskTimeout: a process task was still queued or running when the
+	// call's timeout passed (504); the error is a *TaskTimeoutError that
+	// names the task, which is not lost.
+	ErrTaskTimeout = errors.New("task still pending")
+	// ErrInternal: the server failed (500); the cause is in its log.
+	ErrInternal = errors.New("internal server error")
 )
+
+// classErrors are the sentinels of the problem classes.
+var classErrors = map[api.ProblemClass]error{
+	api.ClassInvalid:      ErrInvalid,
+	api.ClassUnauthorized: ErrUnauthorized,
+	api.ClassForbidden:    ErrForbidden,
+	api.ClassNotFound:     ErrNotFound,
+	api.ClassConflict:     ErrConflict,
+	api.ClassUnavailable:  ErrUnavailable,
+	api.ClassUpstream:     ErrUpstream,
+	api.ClassPending:      ErrTaskTimeout,
+	api.ClassInternal:     ErrInternal,
+}
 
 // Error is an error answer of the server, with its problem document.
 type Error struct {
 	StatusCode int
 	Problem    api.Problem
+	// RetryAfter is the answer's Retry-After delay; 0 when it had none.
+	RetryAfter time.Duration
 }
 
+// Error describes the answer: its status, detail and field.
 func (e *Error) Error() string {
 	msg := fmt.Sprintf("jobd: %d %s", e.StatusCode, e.Problem.Error())
 	if e.Problem.Field != "" && !strings.Contains(e.Problem.Detail, e.Problem.Field) {
@@ -86,30 +141,48 @@ func (e *Error) Error() string {
 	return msg
 }
 
-// Is matches the sentinel of e's status.
+// Is matches the sentinel of e's class (see the sentinels), and
+// ErrLeaseLost for a worker's lost lease.
 func (e *Error) Is(target error) bool {
-	switch e.StatusCode {
-	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
-		return target == ErrInvalid
-	case http.StatusUnauthorized:
-		return target == ErrUnauthorized
-	case http.StatusForbidden:
-		return target == ErrForbidden
-	case http.StatusNotFound:
-		return target == ErrNotFound
-	case http.StatusConflict:
-		return target == ErrConflict
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return target == ErrUnavailable
+	if target == ErrLeaseLost {
+		return e.Problem.Type == api.ProblemLeaseLost
 	}
-	return false
+	s, ok := classErrors[api.ClassOf(e.Problem.Type, e.StatusCode)]
+	return ok && s == target
+}
+
+// IsRetryable reports whether the request that failed with err may
+// succeed if sent again later, unchanged: the server answered that it is
+// unavailable for now (ErrUnavailable; wait Error.RetryAfter), or the
+// request got no answer at all (the connection was refused or broke). It
+// is false for every other answer, and when the caller's context ended.
+// A request that is not idempotent (Submit without an idempotency key,
+// CallProcess without TaskOptions.IdempotencyKey) may have been carried
+// out when its connection broke.
+func IsRetryable(err error) bool {
+	var e *Error
+	var ue *url.Error
+	switch {
+	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return false
+	case errors.As(err, &e):
+		return errors.Is(e, ErrUnavailable)
+	}
+	return errors.As(err, &ue)
 }
 
 // request builds a request of path (under the base URL) with query and a
 // JSON body (nil for none).
 func (c *Client) request(ctx context.Context, method, path string, query url.Values, body any) (*http.Request, error) {
+	// path is escaped (its segments went through url.PathEscape): keep it
+	// as it is, so that an id holding "/" or "%" stays one segment.
 	u := *c.base
-	u.Path = c.base.Path + path
+	u.RawPath = c.base.EscapedPath() + path
+	unescaped, err := url.PathUnescape(u.RawPath)
+	if err != nil {
+		return nil, fmt.Errorf("jobd client: path %q: %w", path, err)
+	}
+	u.Path = unescaped
 	u.RawQuery = query.Encode()
 	var rd io.Reader
 	if body != nil {
@@ -137,9 +210,17 @@ func (c *Client) request(ctx context.Context, method, path string, query url.Val
 // do sends a request and decodes a 2xx JSON answer into out (nil to
 // discard it). It returns the answer's status and header.
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, body, out any) (int, http.Header, error) {
+	return c.doWith(ctx, method, path, query, nil, body, out)
+}
+
+// doWith is do with extra request headers.
+func (c *Client) doWith(ctx context.Context, method, path string, query url.Values, hdr http.Header, body, out any) (int, http.Header, error) {
 	req, err := c.request(ctx, method, path, query, body)
 	if err != nil {
 		return 0, nil, err
+	}
+	for name, vs := range hdr {
+		req.Header[name] = vs
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -158,12 +239,22 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 }
 
 // readError turns an error answer into an *Error, with a problem made up
-// from the status when the body is not a problem document.
+// from the status when the body is not a problem document. A process
+// task's timeout is a *TaskTimeoutError.
 func readError(resp *http.Response) error {
 	e := &Error{StatusCode: resp.StatusCode}
+	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+		e.RetryAfter = time.Duration(secs) * time.Second
+	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if json.Unmarshal(b, &e.Problem) != nil || e.Problem.Status == 0 {
 		e.Problem = api.Problem{Status: resp.StatusCode, Title: http.StatusText(resp.StatusCode), Detail: strings.TrimSpace(string(b))}
+	}
+	if e.Problem.Type == api.ProblemTaskTimeout {
+		var doc api.ProcessTaskTimeout
+		if json.Unmarshal(b, &doc) == nil {
+			return &TaskTimeoutError{TaskID: doc.TaskID, State: doc.State, Err: e}
+		}
 	}
 	return e
 }

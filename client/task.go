@@ -65,7 +65,8 @@ var (
 	// ErrJobCanceled: the job's cancel was requested.
 	ErrJobCanceled = errors.New("jobd: job canceled")
 	// ErrLeaseLost: the lease expired and the job may run elsewhere; the
-	// handler's outcome would be refused.
+	// handler's outcome would be refused. An *Error of the server's
+	// lease-lost problem (409) matches it too.
 	ErrLeaseLost = errors.New("jobd: lease lost")
 	// ErrShuttingDown: the worker stopped and its shutdown timeout passed.
 	ErrShuttingDown = errors.New("jobd: worker shutting down")

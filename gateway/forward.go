@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/jobd/jobd/api"
@@ -59,10 +58,10 @@ func readMode(h http.Header) (asyncMode, error) {
 		case "store":
 			m = modeStore
 		default:
-			return 0, problemf(http.StatusBadRequest, name, "%s must be true or store, got %q", name, v)
+			return 0, problemf(api.ProblemBadRequest, name, "%s must be true or store, got %q", name, v)
 		}
 		if mode != modeSync && mode != m {
-			return 0, problemf(http.StatusBadRequest, name, "X-Async and x-arango-async disagree")
+			return 0, problemf(api.ProblemBadRequest, name, "X-Async and x-arango-async disagree")
 		}
 		mode = m
 	}
@@ -74,7 +73,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request) {
 	name, rest, ok := splitForward(r.URL.EscapedPath())
 	up := g.upstreams[name]
 	if !ok || up == nil {
-		g.writeError(w, r, problemf(http.StatusNotFound, "", "no upstream %q is configured", name))
+		g.writeError(w, r, problemf(api.ProblemNotFound, "", "no upstream %q is configured", name))
 		return
 	}
 	if err := g.authorize(r, api.ScopeSubmit); err != nil {
@@ -92,7 +91,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request) {
 	if mode == modeSync {
 		t, err := up.target(rest)
 		if err != nil {
-			g.writeError(w, r, problemf(http.StatusBadRequest, "", "bad path: %v", err))
+			g.writeError(w, r, problemf(api.ProblemBadRequest, "", "bad path: %v", err))
 			return
 		}
 		ctx, cancel := context.WithTimeoutCause(r.Context(), up.Timeout, errTimeout)
@@ -141,12 +140,12 @@ func (g *Gateway) newProxy(up *upstream) http.Handler {
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			switch {
 			case errors.Is(context.Cause(r.Context()), errTimeout):
-				g.writeError(w, r, problemf(http.StatusGatewayTimeout, "", "upstream %q did not answer within %s", up.Name, up.Timeout))
+				g.writeError(w, r, problemf(api.ProblemUpstreamTimeout, "", "upstream %q did not answer within %s", up.Name, up.Timeout))
 			case r.Context().Err() != nil:
 				// The caller went away.
 			default:
 				g.log.Warn("gateway: upstream call failed", "upstream", up.Name, "method", r.Method, "err", scrub(err))
-				g.writeError(w, r, problemf(http.StatusBadGateway, "", "upstream %q failed: %v", up.Name, scrub(err)))
+				g.writeError(w, r, problemf(api.ProblemUpstreamFailed, "", "upstream %q failed: %v", up.Name, scrub(err)))
 			}
 		},
 	}
@@ -158,12 +157,12 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request, up *upstream, r
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return problemf(http.StatusRequestEntityTooLarge, "", "an async request body may be at most %d bytes", tooLarge.Limit)
+			return problemf(api.ProblemTooLarge, "", "an async request body may be at most %d bytes", tooLarge.Limit)
 		}
 		if r.Context().Err() != nil {
 			return r.Context().Err()
 		}
-		return problemf(http.StatusBadRequest, "", "reading the request body: %v", err)
+		return problemf(api.ProblemBadRequest, "", "reading the request body: %v", err)
 	}
 	args, err := json.Marshal(Request{
 		Upstream: up.Name, Method: r.Method, Path: rest,
@@ -174,16 +173,16 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request, up *upstream, r
 		return err
 	}
 	if len(args) > g.cfg.MaxArgsBytes {
-		return problemf(http.StatusRequestEntityTooLarge, "", "the request (headers and body) is too large to queue: at most %d bytes", g.cfg.MaxArgsBytes)
+		return problemf(api.ProblemTooLarge, "", "the request (headers and body) is too large to queue: at most %d bytes", g.cfg.MaxArgsBytes)
 	}
 	p := job.InsertParams{Queue: Queue, Kind: Kind, Args: args, MaxAttempts: g.cfg.MaxAttempts}
 	if key := r.Header.Get("Idempotency-Key"); key != "" {
 		if len(key) > maxIdempotencyKey {
-			return problemf(http.StatusBadRequest, "Idempotency-Key", "Idempotency-Key may be at most %d bytes", maxIdempotencyKey)
+			return problemf(api.ProblemBadRequest, "Idempotency-Key", "Idempotency-Key may be at most %d bytes", maxIdempotencyKey)
 		}
 		p.IdempotencyKey = idempotencyPrefix + key
 	}
-	if err := g.checkPending(r.Context(), w); err != nil {
+	if err := g.checkPending(r.Context()); err != nil {
 		return err
 	}
 	res, err := g.store.JobInsertMany(r.Context(), []job.InsertParams{p})
@@ -192,7 +191,7 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request, up *upstream, r
 	}
 	j := res[0].Job
 	if !ours(j) {
-		return problemf(http.StatusConflict, "Idempotency-Key", "this Idempotency-Key names a job that is not an async request")
+		return problemf(api.ProblemDuplicate, "Idempotency-Key", "this Idempotency-Key names a job that is not an async request")
 	}
 	if mode == modeStore {
 		id := j.ID.String()
@@ -211,13 +210,10 @@ const (
 	maxIdempotencyKey = 255 - len(idempotencyPrefix)
 )
 
-// retryAfterBusy is the Retry-After of a refusal for back-pressure.
-const retryAfterBusy = 5
-
 // checkPending refuses a new async request while MaxPending gateway jobs
-// are queued or running. Concurrent submissions may overshoot the limit
+// are queued or running (503 busy, with Retry-After). Concurrent submissions may overshoot the limit
 // by their number: it is a brake, not an exact quota.
-func (g *Gateway) checkPending(ctx context.Context, w http.ResponseWriter) error {
+func (g *Gateway) checkPending(ctx context.Context) error {
 	res, err := g.store.JobList(ctx, store.ListParams{
 		Queue: Queue, Kind: Kind, States: []job.State{job.StateQueued, job.StateRunning},
 	})
@@ -225,8 +221,7 @@ func (g *Gateway) checkPending(ctx context.Context, w http.ResponseWriter) error
 		return err
 	}
 	if res.Total >= int64(g.cfg.MaxPending) {
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfterBusy))
-		return problemf(http.StatusServiceUnavailable, "", "%d async requests are pending, the most this server queues; retry later", res.Total)
+		return problemf(api.ProblemBusy, "", "%d async requests are pending, the most this server queues; retry later", res.Total)
 	}
 	return nil
 }

@@ -57,7 +57,7 @@ func (g *Gateway) results(w http.ResponseWriter, r *http.Request, prefix string)
 		err = g.delete(w, r, rest)
 	default:
 		w.Header().Set("Allow", "GET, PUT, DELETE")
-		err = problemf(http.StatusMethodNotAllowed, "", "%s is not allowed on %s", r.Method, r.URL.Path)
+		err = problemf(api.ProblemMethodNotAllowed, "", "%s is not allowed on %s", r.Method, r.URL.Path)
 	}
 	if err != nil {
 		g.writeError(w, r, err)
@@ -65,8 +65,8 @@ func (g *Gateway) results(w http.ResponseWriter, r *http.Request, prefix string)
 }
 
 var (
-	errNoID      = problemf(http.StatusBadRequest, "id", "no async request id given")
-	errNoRequest = problemf(http.StatusNotFound, "", "no such async request (unknown, already fetched or deleted)")
+	errNoID      = problemf(api.ProblemBadRequest, "id", "no async request id given")
+	errNoRequest = problemf(api.ProblemNotFound, "", "no such async request (unknown, already fetched or deleted)")
 )
 
 // get: GET {id} (200 done, 204 pending), GET done, GET pending.
@@ -81,7 +81,7 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rest string) error
 	}
 	id, err := uuid.Parse(rest)
 	if err != nil || strings.Contains(rest, "/") {
-		return problemf(http.StatusBadRequest, "type", "%q is neither an async request id nor done or pending", rest)
+		return problemf(api.ProblemBadRequest, "type", "%q is neither an async request id nor done or pending", rest)
 	}
 	j, err := g.lookup(r, id)
 	if err != nil {
@@ -112,7 +112,7 @@ func (g *Gateway) list(w http.ResponseWriter, r *http.Request, states ...job.Sta
 	if v := r.URL.Query().Get("count"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return problemf(http.StatusBadRequest, "count", "count must be a positive integer, got %q", v)
+			return problemf(api.ProblemBadRequest, "count", "count must be a positive integer, got %q", v)
 		}
 		count = min(n, maxList)
 	}
@@ -170,9 +170,9 @@ func (g *Gateway) put(w http.ResponseWriter, r *http.Request, rest string) error
 func (g *Gateway) replay(w http.ResponseWriter, j *job.Job) error {
 	switch j.State {
 	case job.StateFailed:
-		return problemf(http.StatusBadGateway, "", "the upstream gave no final answer: %s", j.LastError)
+		return problemf(api.ProblemUpstreamFailed, "", "the upstream gave no final answer: %s", j.LastError)
 	case job.StateCanceled:
-		return problemf(http.StatusGone, "", "the async request was canceled before the upstream answered")
+		return problemf(api.ProblemCanceled, "", "the async request was canceled before the upstream answered")
 	}
 	var res Response
 	if err := json.Unmarshal(j.Result, &res); err != nil || res.Status < 100 || res.Status > 999 {
@@ -204,7 +204,7 @@ func (g *Gateway) cancel(w http.ResponseWriter, r *http.Request, id uuid.UUID) e
 	case errors.Is(err, job.ErrNotFound):
 		return errNoRequest
 	case errors.Is(err, job.ErrWrongState):
-		return problemf(http.StatusConflict, "", "the async request is already done; fetch or delete its result")
+		return problemf(api.ProblemWrongState, "", "the async request is already done; fetch or delete its result")
 	case err != nil:
 		return err
 	}
@@ -218,14 +218,14 @@ func (g *Gateway) delete(w http.ResponseWriter, r *http.Request, rest string) er
 	var err error
 	switch rest {
 	case "":
-		return problemf(http.StatusBadRequest, "type", "give all, expired or an async request id")
+		return problemf(api.ProblemBadRequest, "type", "give all, expired or an async request id")
 	case "all":
 		err = g.deleteBefore(r, farFuture)
 	case "expired":
 		v := r.URL.Query().Get("stamp")
 		stamp, perr := strconv.ParseFloat(v, 64)
 		if v == "" || perr != nil || math.IsNaN(stamp) || math.IsInf(stamp, 0) || stamp < 0 || stamp > 1e11 {
-			return problemf(http.StatusBadRequest, "stamp", "DELETE expired needs stamp, a UNIX time in seconds, got %q", v)
+			return problemf(api.ProblemBadRequest, "stamp", "DELETE expired needs stamp, a UNIX time in seconds, got %q", v)
 		}
 		sec, frac := math.Modf(stamp)
 		err = g.deleteBefore(r, time.Unix(int64(sec), int64(frac*1e9)))
@@ -263,7 +263,7 @@ func (g *Gateway) deleteOne(r *http.Request, rest string) error {
 	case errors.Is(err, job.ErrNotFound):
 		return errNoRequest
 	case errors.Is(err, job.ErrWrongState):
-		return problemf(http.StatusConflict, "", "the async request is still pending: it has no result to delete yet (cancel it with PUT %s/cancel)", id)
+		return problemf(api.ProblemWrongState, "", "the async request is still pending: it has no result to delete yet (cancel it with PUT %s/cancel)", id)
 	}
 	return err
 }

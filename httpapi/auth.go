@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/internal/problem"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -86,7 +87,7 @@ func newAuthenticator(s store.Store, adminSecret string) *authenticator {
 
 // errUnauthorized is the one answer to every missing, malformed, unknown
 // or revoked credential: it never says which, nor echoes the credential.
-var errUnauthorized = problemf(http.StatusUnauthorized, "", "a valid credential is required: Authorization: Bearer <admin secret or API key>")
+var errUnauthorized = problem.Errorf(api.ProblemUnauthorized, "", "a valid credential is required: Authorization: Bearer <admin secret or API key>")
 
 // authorize returns nil when r's credential grants need, a 401 problem
 // when there is no valid credential and a 403 problem when a valid key
@@ -119,7 +120,7 @@ func (a *authenticator) authorize(r *http.Request, need scope) error {
 		return errUnauthorized
 	}
 	if !slices.Contains(rec.Scopes, string(need)) && !slices.Contains(rec.Scopes, string(scopeAdmin)) {
-		return problemf(http.StatusForbidden, "", "this API key lacks the %q scope", need)
+		return problem.Errorf(api.ProblemForbidden, "", "this API key lacks the %q scope", need)
 	}
 	return nil
 }

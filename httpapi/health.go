@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/internal/problem"
 	"github.com/jobd/jobd/job"
 )
 
@@ -24,7 +25,7 @@ func (s *server) status(w http.ResponseWriter, r *http.Request) error {
 			return r.Context().Err()
 		}
 		s.log.Warn("status: database ping failed", "err", err)
-		return problemf(http.StatusServiceUnavailable, "", "the database does not answer")
+		return problem.Errorf(api.ProblemUnavailable, "", "the database does not answer")
 	}
 	qs, err := s.store.QueueList(r.Context())
 	if err != nil {
@@ -32,7 +33,7 @@ func (s *server) status(w http.ResponseWriter, r *http.Request) error {
 			return r.Context().Err()
 		}
 		s.log.Warn("status: listing queues failed", "err", err)
-		return problemf(http.StatusServiceUnavailable, "", "the database does not answer")
+		return problem.Errorf(api.ProblemUnavailable, "", "the database does not answer")
 	}
 	counts := make(map[api.State]int64, len(job.States))
 	for _, st := range job.States {

@@ -82,3 +82,73 @@ func jsonNames(v any) []string {
 	sort.Strings(names)
 	return names
 }
+
+// TestOpenAPIProblemKinds holds the document's problem kinds, and the
+// Problem schema's types, to the table the server answers by.
+func TestOpenAPIProblemKinds(t *testing.T) {
+	type kind struct {
+		Type   string `json:"type"`
+		Status int    `json:"status"`
+		Title  string `json:"title"`
+		Class  string `json:"class"`
+	}
+	var doc struct {
+		Components struct {
+			Kinds struct {
+				Kinds []kind `json:"kinds"`
+			} `json:"x-problem-kinds"`
+			Schemas struct {
+				Problem struct {
+					Properties struct {
+						Type struct {
+							Enum []string `json:"enum"`
+						} `json:"type"`
+					} `json:"properties"`
+				} `json:"Problem"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openAPIDoc, &doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	var want []kind
+	var types []string
+	for _, k := range api.ProblemKinds() {
+		want = append(want, kind{k.Type, k.Status, k.Title, string(k.Class)})
+		types = append(types, k.Type)
+	}
+	if got := doc.Components.Kinds.Kinds; !reflect.DeepEqual(got, want) {
+		t.Errorf("x-problem-kinds %v, want %v", got, want)
+	}
+	if got := doc.Components.Schemas.Problem.Properties.Type.Enum; !reflect.DeepEqual(got, types) {
+		t.Errorf("Problem.type enum %v, want %v", got, types)
+	}
+}
+
+// TestOpenAPIProcessSchemas: the process schemas have exactly the members
+// of the api wire types the server encodes.
+func TestOpenAPIProcessSchemas(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openAPIDoc, &doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	for name, wire := range map[string]any{
+		"ProcessTaskRequest": api.ProcessTaskRequest{}, "Process": api.Process{},
+		"ProcessList": api.ProcessList{}, "ProcessTaskAnswer": api.ProcessTaskAnswer{},
+	} {
+		var got []string
+		for p := range doc.Components.Schemas[name].Properties {
+			got = append(got, p)
+		}
+		sort.Strings(got)
+		if want := jsonNames(wire); !reflect.DeepEqual(got, want) {
+			t.Errorf("schema %s has %v, %T has %v", name, got, wire, want)
+		}
+	}
+}

@@ -10,84 +10,19 @@ import (
 	"strings"
 
 	"github.com/jobd/jobd/api"
-	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/internal/problem"
 )
 
-// problem is an error that is answered as is: its status, type and
-// detail are meant for the caller.
-type problem struct {
-	api.Problem
+// badRequest is a 400 problem naming field.
+func badRequest(field, format string, args ...any) *problem.Error {
+	return problem.Errorf(api.ProblemBadRequest, field, format, args...)
 }
 
-func (p *problem) Error() string { return p.Detail }
-
-// problemTypes gives each status its stable type URI and title.
-var problemTypes = map[int]struct{ uri, title string }{
-	http.StatusBadRequest:            {api.ProblemBadRequest, "Bad request"},
-	http.StatusUnauthorized:          {api.ProblemUnauthorized, "Unauthorized"},
-	http.StatusForbidden:             {api.ProblemForbidden, "Forbidden"},
-	http.StatusNotFound:              {api.ProblemNotFound, "Not found"},
-	http.StatusMethodNotAllowed:      {api.ProblemMethodNotAllowed, "Method not allowed"},
-	http.StatusConflict:              {api.ProblemWrongState, "Wrong state"},
-	http.StatusRequestEntityTooLarge: {api.ProblemTooLarge, "Request body too large"},
-	http.StatusUnprocessableEntity:   {api.ProblemValidation, "Invalid input"},
-	http.StatusInternalServerError:   {api.ProblemInternal, "Internal server error"},
-	http.StatusServiceUnavailable:    {api.ProblemUnavailable, "Service unavailable"},
-}
-
-// problemf returns a problem of status naming field (may be empty).
-func problemf(status int, field, format string, args ...any) *problem {
-	t := problemTypes[status]
-	return &problem{api.Problem{
-		Type:   t.uri,
-		Title:  t.title,
-		Status: status,
-		Detail: fmt.Sprintf(format, args...),
-		Field:  field,
-	}}
-}
-
-// badRequest is a 400 naming field.
-func badRequest(field, format string, args ...any) *problem {
-	return problemf(http.StatusBadRequest, field, format, args...)
-}
-
-// writeError answers err: a *problem as is, the job sentinels and
-// validation errors by their meaning, anything else as a 500 whose cause
-// goes to the log only.
+// writeError answers err as a problem (internal/problem: one mapping for
+// the API and the gateway); the cause of an internal error goes to the
+// log only.
 func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	var p *problem
-	var verr *job.ValidationError
-	switch {
-	case errors.As(err, &p):
-	case errors.As(err, &verr):
-		p = problemf(http.StatusUnprocessableEntity, verr.Field, "%s", verr.Error())
-	case errors.Is(err, job.ErrNotFound):
-		p = problemf(http.StatusNotFound, "", "not found")
-	case errors.Is(err, job.ErrWrongState):
-		p = problemf(http.StatusConflict, "", "%s", job.ErrWrongState.Error())
-	case errors.Is(err, job.ErrDuplicate):
-		p = problemf(http.StatusConflict, "", "%s", job.ErrDuplicate.Error())
-		p.Type, p.Title = api.ProblemDuplicate, "Duplicate"
-	case r.Context().Err() != nil:
-		// The caller went away; nobody reads the answer.
-		return
-	default:
-		s.log.Error("http request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		p = problemf(http.StatusInternalServerError, "", "internal server error")
-	}
-	if p.Status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="jobd"`)
-	}
-	writeProblem(w, p)
-}
-
-func writeProblem(w http.ResponseWriter, p *problem) {
-	b, _ := marshal(p.Problem) // a Problem always encodes
-	w.Header().Set("Content-Type", api.ProblemContentType)
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(p.Status)
-	_, _ = w.Write(b)
+	problem.WriteError(w, r, s.log, "http request failed", err)
 }
 
 // writeJSON answers v with status.
@@ -123,7 +58,7 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any) err
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return problemf(http.StatusRequestEntityTooLarge, "", "the request body is over the limit of %d bytes", tooLarge.Limit)
+			return problem.Errorf(api.ProblemTooLarge, "", "the request body is over the limit of %d bytes", tooLarge.Limit)
 		}
 		if r.Context().Err() != nil {
 			return r.Context().Err()
@@ -146,7 +81,7 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any) err
 
 // decodeProblem turns an encoding/json error into a 400 problem, naming
 // the field where the error says which.
-func decodeProblem(err error) *problem {
+func decodeProblem(err error) *problem.Error {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {

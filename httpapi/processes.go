@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/internal/problem"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/store"
@@ -28,69 +29,18 @@ const (
 	maxProcessPage      = 1000
 )
 
-// Problem types of the process routes.
-const (
-	problemTaskTimeout     = "https://jobd.dev/problems/task-timeout"
-	problemProcessorFailed = "https://jobd.dev/problems/processor-failed"
-)
-
-// processBody is the body of init, call and repair; it may be empty.
-type processBody struct {
-	Args json.RawMessage `json:"args"`
-}
-
-// processView is a process on the wire.
-type processView struct {
-	Namespace   string          `json:"namespace"`
-	ID          string          `json:"id"`
-	Status      string          `json:"status"`
-	Detail      string          `json:"detail,omitempty"`
-	AuxState    json.RawMessage `json:"aux_state"`
-	Metadata    json.RawMessage `json:"metadata"`
-	Timer       *timerView      `json:"timer"`
-	LastEventID int64           `json:"last_event_id"`
-	CreatedAt   time.Time       `json:"created_at"`
-	UpdatedAt   time.Time       `json:"updated_at"`
-	History     []eventView     `json:"history,omitempty"`
-}
-
-type timerView struct {
-	At     time.Time `json:"at"`
-	TaskID uuid.UUID `json:"task_id"`
-}
-
-type eventView struct {
-	EventID   int64           `json:"event_id"`
-	Timestamp time.Time       `json:"timestamp"`
-	Payload   json.RawMessage `json:"payload"`
-}
-
-// taskAnswer is the answer of a finished init, call or repair.
-type taskAnswer struct {
-	TaskID   uuid.UUID       `json:"task_id"`
-	Response json.RawMessage `json:"response"`
-	// Process is null when the task removed it.
-	Process *processView `json:"process"`
-}
-
-// taskTimeout is the 504 problem of a task still queued or running.
-type taskTimeout struct {
-	api.Problem
-	TaskID uuid.UUID `json:"task_id"`
-	State  job.State `json:"state"`
-}
-
-func viewOf(p *store.Process) *processView {
-	v := &processView{
-		Namespace: p.Namespace, ID: p.ID, Status: string(p.Status), Detail: p.Detail,
+// viewOf is a process on the wire.
+func viewOf(p *store.Process) *api.Process {
+	v := &api.Process{
+		Namespace: p.Namespace, ID: p.ID, Status: api.ProcessStatus(p.Status), Detail: p.Detail,
 		AuxState: nullIfEmpty(p.AuxState), Metadata: nullIfEmpty(p.Metadata),
 		LastEventID: p.LastEventID, CreatedAt: p.CreatedAt.UTC(), UpdatedAt: p.UpdatedAt.UTC(),
 	}
 	if p.TimerAt != nil {
-		v.Timer = &timerView{At: p.TimerAt.UTC(), TaskID: p.TimerJob}
+		v.Timer = &api.ProcessTimer{At: p.TimerAt.UTC(), TaskID: p.TimerJob}
 	}
 	for _, e := range p.History {
-		v.History = append(v.History, eventView{EventID: e.EventID, Timestamp: e.At.UTC(), Payload: e.Payload})
+		v.History = append(v.History, api.ProcessEvent{EventID: e.EventID, Timestamp: e.At.UTC(), Payload: e.Payload})
 	}
 	return v
 }
@@ -106,7 +56,7 @@ func nullIfEmpty(raw json.RawMessage) json.RawMessage {
 func (s *server) processes(r *http.Request) (*process.Runner, error) {
 	ns := r.PathValue("ns")
 	if s.cfg.Processes == nil || !s.cfg.Processes.Has(ns) {
-		return nil, problemf(http.StatusNotFound, "ns", "no process namespace %q on this server (jobd serve --processors)", ns)
+		return nil, problem.Errorf(api.ProblemNotFound, "ns", "no process namespace %q on this server (jobd serve --processors)", ns)
 	}
 	return s.cfg.Processes, nil
 }
@@ -149,7 +99,7 @@ func (s *server) runTask(w http.ResponseWriter, r *http.Request, task process.Ta
 	if err != nil {
 		return err
 	}
-	var body processBody
+	var body api.ProcessTaskRequest
 	if r.ContentLength != 0 {
 		if err := s.decodeBody(w, r, &body); err != nil {
 			return err
@@ -166,24 +116,19 @@ func (s *server) runTask(w http.ResponseWriter, r *http.Request, task process.Ta
 		}
 	}
 	if !j.State.Final() {
-		w.Header().Set("Content-Type", api.ProblemContentType)
-		w.Header().Set("Cache-Control", "no-store")
-		b, err := marshal(taskTimeout{Problem: api.Problem{
-			Type: problemTaskTimeout, Title: "Task still pending", Status: http.StatusGatewayTimeout,
-			Detail: fmt.Sprintf("task %s is still %s; it is not lost: read its outcome at /api/v1/jobs/%s", j.ID, j.State, j.ID),
-		}, TaskID: j.ID, State: j.State})
-		if err != nil {
-			return err
+		doc := api.ProcessTaskTimeout{
+			Problem: *problem.New(api.ProblemTaskTimeout, "",
+				fmt.Sprintf("task %s is still %s; it is not lost: read its outcome at /api/v1/jobs/%s", j.ID, j.State, j.ID)),
+			TaskID: j.ID, State: api.State(j.State),
 		}
-		w.WriteHeader(http.StatusGatewayTimeout)
-		_, _ = w.Write(b)
+		problem.WriteDocument(w, &doc.Problem, doc)
 		return nil
 	}
 	resp, err := process.Outcome(j)
 	if err != nil {
-		return taskProblem(err)
+		return err // a refusal or a processor failure (internal/problem maps them)
 	}
-	ans := taskAnswer{TaskID: j.ID, Response: nullIfEmpty(resp)}
+	ans := api.ProcessTaskAnswer{TaskID: j.ID, Response: nullIfEmpty(resp)}
 	p, err := s.store.ProcessGet(r.Context(), ns, id, store.HistoryPage{After: -1, Limit: DefaultHistoryLimit})
 	switch {
 	case err == nil:
@@ -192,21 +137,6 @@ func (s *server) runTask(w http.ResponseWriter, r *http.Request, task process.Ta
 		return err
 	}
 	return writeJSON(w, ok, ans)
-}
-
-// taskProblem maps a failed task's error to its answer.
-func taskProblem(err error) error {
-	switch {
-	case errors.Is(err, process.ErrNoProc), errors.Is(err, process.ErrNoSpace):
-		return problemf(http.StatusNotFound, "", "%v", err)
-	case errors.Is(err, process.ErrProcessor):
-		return &problem{api.Problem{
-			Type: problemProcessorFailed, Title: "Processor failed", Status: http.StatusBadGateway,
-			Detail: err.Error() + "; the process is in error until a repair succeeds",
-		}}
-	default: // exists, in error, not in error, zombie
-		return problemf(http.StatusConflict, "", "%v", err)
-	}
 }
 
 // waitTask re-reads a task job until it is final, the wait ends or the
@@ -263,7 +193,7 @@ func (s *server) getProcess(w http.ResponseWriter, r *http.Request) error {
 	}
 	v := viewOf(p)
 	if v.History == nil {
-		v.History = []eventView{}
+		v.History = []api.ProcessEvent{}
 	}
 	return writeJSON(w, http.StatusOK, v)
 }
@@ -279,13 +209,6 @@ func (s *server) deleteProcess(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
-}
-
-// processList is the answer of GET /api/v1/processes/{ns}.
-type processList struct {
-	Processes []*processView `json:"processes"`
-	// Next is the after= of the next page; "" on the last one.
-	Next string `json:"next,omitempty"`
 }
 
 // listProcesses: GET /api/v1/processes/{ns}[?status=&after=&limit=],
@@ -314,9 +237,9 @@ func (s *server) listProcesses(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := processList{Processes: make([]*processView, 0, len(ps))}
+	out := api.ProcessList{Processes: make([]api.Process, 0, len(ps)), Total: total}
 	for i := range ps {
-		out.Processes = append(out.Processes, viewOf(&ps[i]))
+		out.Processes = append(out.Processes, *viewOf(&ps[i]))
 	}
 	if params.Limit > 0 && len(ps) == params.Limit {
 		out.Next = ps[len(ps)-1].ID

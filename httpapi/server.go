@@ -14,7 +14,9 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/internal/problem"
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/store"
 )
@@ -216,7 +218,7 @@ func (s *server) routes() []route {
 // async hands an async-result route, its scope checked, to Config.Async.
 func (s *server) async(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.Async == nil {
-		return problemf(http.StatusNotFound, "", "the async gateway is not configured on this server (jobd serve --upstream NAME=URL)")
+		return problem.Errorf(api.ProblemNotFound, "", "the async gateway is not configured on this server (jobd serve --upstream NAME=URL)")
 	}
 	s.cfg.Async.ServeHTTP(w, r)
 	return nil
@@ -239,9 +241,9 @@ func NewAuthorizer(st store.Store, adminSecret string) *Authorizer {
 // store's, wrapped.
 func (a *Authorizer) Authorize(r *http.Request, need string) error {
 	err := a.a.authorize(r, scope(need))
-	var p *problem
+	var p *problem.Error
 	if errors.As(err, &p) {
-		return &p.Problem
+		return problem.FromError(p)
 	}
 	return err
 }
@@ -286,7 +288,7 @@ func (h *root) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			h.s.log.Error("http handler panic", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
 			if !rw.wrote {
-				writeProblem(rw, problemf(http.StatusInternalServerError, "", "internal server error"))
+				problem.Write(rw, problem.New(api.ProblemInternal, "", "internal server error"))
 			}
 		}
 	}()
@@ -309,10 +311,10 @@ func (h *root) unmatched(w http.ResponseWriter, r *http.Request, handler http.Ha
 		return
 	case http.StatusMethodNotAllowed:
 		w.Header().Set("Allow", rec.header.Get("Allow"))
-		writeProblem(w, problemf(http.StatusMethodNotAllowed, "", "%s is not allowed on %s", r.Method, r.URL.Path))
+		problem.Write(w, problem.New(api.ProblemMethodNotAllowed, "", fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path)))
 		return
 	}
-	writeProblem(w, problemf(http.StatusNotFound, "", "no route %s %s", r.Method, r.URL.Path))
+	problem.Write(w, problem.New(api.ProblemNotFound, "", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)))
 }
 
 // responseWriter remembers whether the answer has started.

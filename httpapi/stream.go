@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/internal/problem"
 	"github.com/jobd/jobd/job"
 )
 
@@ -66,13 +68,13 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request) error {
 		case ctx.Err() != nil:
 			return nil
 		case errors.Is(err, job.ErrNotFound):
-			_ = sse.event("error", "", problemf(http.StatusNotFound, "", "the job was deleted").Problem)
+			_ = sse.event("error", "", problem.New(api.ProblemNotFound, "", "the job was deleted"))
 			return nil
 		case err != nil:
 			// The answer has started: end the stream and let the client
 			// reconnect rather than write a problem into it.
 			s.log.Warn("job stream: read failed", "job", id, "err", err)
-			_ = sse.event("error", "", problemf(http.StatusServiceUnavailable, "", "reading the job failed; reconnect").Problem)
+			_ = sse.event("error", "", problem.New(api.ProblemUnavailable, "", "reading the job failed; reconnect"))
 			return nil
 		}
 		if changed(last, j) {

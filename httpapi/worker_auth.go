@@ -9,6 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/internal/problem"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -36,7 +38,7 @@ func (a *authenticator) workerOf(r *http.Request) (*http.Request, error) {
 	prefix, ok := splitKey(cred)
 	if !ok {
 		if !a.open && subtle.ConstantTimeCompare(hashKey(cred), a.secretHash) == 1 {
-			return r, problemf(http.StatusForbidden, "", "the worker routes need a worker's API key (POST /api/v1/workers), not the admin secret")
+			return r, problem.Errorf(api.ProblemForbidden, "", "the worker routes need a worker's API key (POST /api/v1/workers), not the admin secret")
 		}
 		return r, errUnauthorized
 	}
@@ -51,7 +53,7 @@ func (a *authenticator) workerOf(r *http.Request) (*http.Request, error) {
 		return r, errUnauthorized
 	}
 	if rec.WorkerID == "" || !slices.Contains(rec.Scopes, string(scopeWorker)) {
-		return r, problemf(http.StatusForbidden, "", "the worker routes need a worker's API key (POST /api/v1/workers)")
+		return r, problem.Errorf(api.ProblemForbidden, "", "the worker routes need a worker's API key (POST /api/v1/workers)")
 	}
 	w, err := a.store.WorkerGet(r.Context(), rec.WorkerID)
 	if errors.Is(err, job.ErrNotFound) {
@@ -61,7 +63,7 @@ func (a *authenticator) workerOf(r *http.Request) (*http.Request, error) {
 		return r, fmt.Errorf("look up worker: %w", err)
 	}
 	if w.Disabled {
-		return r, problemf(http.StatusForbidden, "", "worker %s is disabled", w.ID)
+		return r, problem.Errorf(api.ProblemForbidden, "", "worker %s is disabled", w.ID)
 	}
 	return r.WithContext(context.WithValue(r.Context(), workerKey{}, w)), nil
 }

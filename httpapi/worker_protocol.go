@@ -22,10 +22,6 @@ const (
 	maxWorkerError = 64 << 10
 )
 
-// errLeaseGone answers every call whose lease token is not current.
-var errLeaseGone = problemf(http.StatusConflict, "lease_token",
-	"the lease is not held: it expired and the job was claimed again, or the job was canceled or finished")
-
 // workerHeartbeat: POST /api/v1/worker/heartbeat {status, leases} →
 // {leases: [{id, held, cancel_requested}]}: keeps the worker online and
 // extends the leases it still holds, in one batch.
@@ -175,10 +171,7 @@ func (s *server) workerProgress(w http.ResponseWriter, r *http.Request) error {
 	}
 	p := job.Progress{Phase: req.Phase, Done: req.Done, Total: req.Total, Items: req.Items}
 	cancel, err := s.store.JobSetProgress(r.Context(), store.Lease{ID: id, Token: req.LeaseToken}, p)
-	if errors.Is(err, job.ErrLeaseLost) {
-		return errLeaseGone
-	}
-	if err != nil {
+	if err != nil { // job.ErrLeaseLost is answered 409 lease-lost
 		return err
 	}
 	return writeJSON(w, http.StatusOK, api.ProgressResponse{CancelRequested: cancel})
@@ -198,10 +191,7 @@ func (s *server) workerCheckpoint(w http.ResponseWriter, r *http.Request) error 
 		return job.Invalid("checkpoint", "is required: valid UTF-8 JSON without \\u0000")
 	}
 	err = s.store.JobSetCheckpoint(r.Context(), store.Lease{ID: id, Token: req.LeaseToken}, req.Checkpoint)
-	if errors.Is(err, job.ErrLeaseLost) {
-		return errLeaseGone
-	}
-	if err != nil {
+	if err != nil { // job.ErrLeaseLost is answered 409 lease-lost
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -256,7 +246,7 @@ func (s *server) workerFinish(w http.ResponseWriter, r *http.Request, out store.
 		return err
 	}
 	if res[0].Lost {
-		return errLeaseGone
+		return job.ErrLeaseLost
 	}
 	done, failed := 0, 0
 	if res[0].State == job.StateSucceeded {
