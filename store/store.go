@@ -1,10 +1,14 @@
 // Package store defines the Store interface every database driver
 // implements, in jobd's own types. The job state machine of DESIGN.md
-// section 2 lives in the drivers' SQL: every transition is one transaction
-// whose WHERE clause checks the state (and, for a lease holder, the lease
-// token) it expects, and appends to the events journal in the same
-// transaction. The conformance suite in store/storetest holds every driver
-// to the same rules.
+// section 2 is decided in Go, once (job.Finish, job.Rescue, job.Cancel,
+// job.Retry; DecideFinish and DecideRescue here for batches), and the
+// drivers only fence and apply it: each transition is one transaction that
+// reads the row's facts with the row locked, decides, and writes the
+// decision with a WHERE clause that checks the state (and, for a lease
+// holder, the lease token) it read, appending to the events journal in
+// the same transaction. Checks of input that do not depend on the dialect
+// live here too (check.go). The conformance suite in store/storetest holds
+// every driver to the same rules.
 //
 // Time. Every rule below that compares with "now" reads the store's clock
 // (the database's own now() when the clock is the real one). An instant
@@ -287,25 +291,16 @@ type HeartbeatResult struct {
 	CancelRequested bool
 }
 
-// OutcomeStatus is what the lease holder says became of a job.
-type OutcomeStatus string
+// OutcomeStatus is what the lease holder says became of a job; see
+// job.OutcomeStatus, where the state machine that applies it lives.
+type OutcomeStatus = job.OutcomeStatus
 
-// Outcomes a lease holder can report.
+// Outcomes a lease holder can report (job.Finish says what each does).
 const (
-	// OutcomeSucceeded: state succeeded, with Result.
-	OutcomeSucceeded OutcomeStatus = "succeeded"
-	// OutcomeFailed: with Retryable and attempts left, state queued with
-	// run_at now + RetryDelay (journal "retried"); otherwise state failed.
-	// When cancel was requested, state canceled instead, either way.
-	// Error is kept as the job's last error in every case.
-	OutcomeFailed OutcomeStatus = "failed"
-	// OutcomeCanceled: the holder honoured a cancel request; state canceled.
-	OutcomeCanceled OutcomeStatus = "canceled"
-	// OutcomeReleased: the holder gives the job back unworked (graceful
-	// shutdown); state queued, run_at now, the attempt not counted
-	// (journal "requeued"). When cancel was requested, state canceled
-	// instead (the attempt stays counted).
-	OutcomeReleased OutcomeStatus = "released"
+	OutcomeSucceeded = job.OutcomeSucceeded
+	OutcomeFailed    = job.OutcomeFailed
+	OutcomeCanceled  = job.OutcomeCanceled
+	OutcomeReleased  = job.OutcomeReleased
 )
 
 // Outcome is one lease holder's report for JobFinish.
@@ -316,6 +311,11 @@ type Outcome struct {
 	Error      string
 	Retryable  bool
 	RetryDelay time.Duration
+}
+
+// Report is the outcome without its lease, as job.Finish reads it.
+func (o Outcome) Report() job.Outcome {
+	return job.Outcome{Status: o.Status, Result: o.Result, Error: o.Error, Retryable: o.Retryable, RetryDelay: o.RetryDelay}
 }
 
 // FinishResult is one outcome's effect.

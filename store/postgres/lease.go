@@ -43,8 +43,8 @@ func (s *Store) JobHeartbeat(ctx context.Context, owner string, leases []store.L
 
 // JobSetProgress stores progress and extends the lease. See store.Store.
 func (s *Store) JobSetProgress(ctx context.Context, lease store.Lease, progress job.Progress) (bool, error) {
-	if len(progress.Items) > 0 && !json.Valid(progress.Items) {
-		return false, job.Invalid("progress.items", "must be JSON")
+	if err := store.CheckProgress(progress); err != nil {
+		return false, err
 	}
 	doc, err := json.Marshal(progress)
 	if err != nil {
@@ -61,11 +61,11 @@ func (s *Store) JobSetProgress(ctx context.Context, lease store.Lease, progress 
 // JobSetCheckpoint stores the checkpoint and extends the lease. See
 // store.Store.
 func (s *Store) JobSetCheckpoint(ctx context.Context, lease store.Lease, checkpoint json.RawMessage) error {
+	if err := store.CheckCheckpoint(checkpoint); err != nil {
+		return err
+	}
 	var doc []byte // nil clears the checkpoint
 	if len(checkpoint) > 0 {
-		if !json.Valid(checkpoint) {
-			return job.Invalid("checkpoint", "must be JSON")
-		}
 		doc = checkpoint
 	}
 	var id [16]byte

@@ -1,10 +1,15 @@
 // Package postgres is jobd's PostgreSQL store: store.Store on pgx v5.
 //
-// Every state transition is one SQL statement (or one transaction) whose
-// WHERE clause checks the state it expects and, for a lease holder, the
-// lease token, and which appends its journal rows through a data-modifying
-// CTE. Claims take many jobs per statement with FOR UPDATE SKIP LOCKED;
-// finishes, heartbeats and inserts are batched with unnest. Wake-ups travel
+// Every state transition is one transaction whose writes are fenced by
+// the state they expect and, for a lease holder, the lease token, and
+// which appends its journal rows through a data-modifying CTE. Where a
+// transition depends on the row (a failure with attempts left, a cancel
+// request), the transaction locks the rows (FOR UPDATE), Go decides
+// (package job's state machine) and one statement applies the decisions:
+// two round trips, BEGIN and COMMIT riding along (rounds.go). Claims take
+// many jobs per statement with FOR UPDATE SKIP LOCKED; finishes,
+// heartbeats and inserts are batched with unnest, and a batch of
+// successes, the hot path, is one statement. Wake-ups travel
 // by LISTEN/NOTIFY on the channel jobd_wake, and cancel requests of running
 // jobs on jobd_cancel, so any number of nodes can share one database. The
 // statements live in sql/*.sql, the schema in migrations/*.up.sql.
@@ -176,7 +181,10 @@ func deadlock(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "40P01"
 }
 
-// querier is what the insert runs on: its own transaction or the caller's.
+// querier is what a statement runs on: the pool, or a transaction (the
+// store's own or the caller's). *pgxpool.Pool and pgx.Tx both are.
 type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }

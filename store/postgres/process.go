@@ -36,8 +36,6 @@ var (
 	processCountSQL string
 	//go:embed sql/process_delete.sql
 	processDeleteSQL string
-	//go:embed sql/process_timer_cancel.sql
-	processTimerCancelSQL string
 )
 
 // ProcessGet returns a process and a page of its history. See store.Store.
@@ -110,7 +108,7 @@ func (s *Store) ProcessList(ctx context.Context, params store.ProcessListParams)
 // ProcessTaskFinish applies a task's result in one transaction fenced by
 // its lease. See store.Store.
 func (s *Store) ProcessTaskFinish(ctx context.Context, r store.ProcessTaskResult) (*store.Process, error) {
-	if err := checkTaskResult(r); err != nil {
+	if err := store.CheckTaskResult(r); err != nil {
 		return nil, err
 	}
 	var (
@@ -156,7 +154,7 @@ func (s *Store) processTaskFinish(ctx context.Context, tx pgx.Tx, r store.Proces
 	}
 	cancelOld := r.Remove || r.UnsetTimer || r.SetTimer != nil || r.Status == store.ProcessError
 	if cancelOld && p.TimerJob != uuid.Nil {
-		if _, err := tx.Exec(ctx, processTimerCancelSQL, s.now(), p.TimerJob); err != nil {
+		if err := s.cancelTimer(ctx, tx, p.TimerJob); err != nil {
 			return nil, nil, fmt.Errorf("cancel timer: %w", err)
 		}
 		p.TimerJob, p.TimerAt = uuid.Nil, nil
@@ -211,8 +209,11 @@ func (s *Store) ProcessDelete(ctx context.Context, namespace, id string) error {
 		if err != nil || timer == nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, processTimerCancelSQL, s.now(), *timer)
-		return err
+		id, err := uuid.Parse(*timer)
+		if err != nil {
+			return fmt.Errorf("timer_job: %w", err)
+		}
+		return s.cancelTimer(ctx, tx, id)
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: delete process %s/%s: %w", namespace, id, err)
@@ -220,25 +221,26 @@ func (s *Store) ProcessDelete(ctx context.Context, namespace, id string) error {
 	return nil
 }
 
-// checkTaskResult refuses what the database would store wrongly.
-func checkTaskResult(r store.ProcessTaskResult) error {
-	if r.Namespace == "" || r.ID == "" {
-		return job.Invalid("process", "namespace and id are required")
+// cancelTimer cancels a process's replaced timer job if it is still
+// queued (job.Cancel). A timer job that already runs is the task doing the
+// replacing (the process's lock_key lets no other run), so it is left to
+// finish; one already gone (pruned) is nothing to cancel.
+func (s *Store) cancelTimer(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
+	r := &rounds{q: tx}
+	now := s.now()
+	cur, at, err := lockJob(ctx, r, now, id)
+	if errors.Is(err, job.ErrNotFound) {
+		return nil
 	}
-	if r.Status != store.ProcessRunning && r.Status != store.ProcessError && !r.Remove {
-		return job.Invalid("status", "unknown process status %q", r.Status)
+	if err != nil || cur.State != job.StateQueued {
+		return err
 	}
-	for name, raw := range map[string]json.RawMessage{"outcome": r.Outcome, "aux_state": r.AuxState, "metadata": r.Metadata} {
-		if len(raw) > 0 && !json.Valid(raw) {
-			return job.Invalid(name, "must be JSON")
-		}
+	t, _, err := job.Cancel(job.FactsOf(cur), at)
+	if err != nil {
+		return err
 	}
-	for i, e := range r.Events {
-		if !json.Valid(e) {
-			return job.Invalid("events", "event %d must be JSON", i)
-		}
-	}
-	return nil
+	_, err = setState(ctx, r, now, cur, t)
+	return err
 }
 
 // nullJSONArg passes raw JSON, or SQL NULL when there is none.

@@ -10,6 +10,12 @@ import (
 	"github.com/jobd/jobd/job"
 )
 
+// staleReads bounds how often JobTake runs its statement again because a
+// concurrent write made the row it read stale (see job_take.sql). Each
+// time needs another write to the same job in between, so a few are
+// plenty.
+const staleReads = 5
+
 // JobTake deletes a finished job with its journal and returns it; a
 // queued or running job is left as it is (job.ErrWrongState). See
 // store.Store.

@@ -54,7 +54,7 @@ func (s *Store) JobHeartbeat(ctx context.Context, owner string, leases []store.L
 // JobSetProgress stores progress and extends the lease, fenced by the
 // token; job.ErrLeaseLost when the lease is not held.
 func (s *Store) JobSetProgress(ctx context.Context, lease store.Lease, progress job.Progress) (bool, error) {
-	if err := checkJSON("progress.items", progress.Items); err != nil {
+	if err := store.CheckProgress(progress); err != nil {
 		return false, err
 	}
 	body, err := json.Marshal(progress)
@@ -83,7 +83,7 @@ func (s *Store) JobSetProgress(ctx context.Context, lease store.Lease, progress 
 // JobSetCheckpoint stores the checkpoint and extends the lease, fenced by
 // the token; job.ErrLeaseLost when the lease is not held.
 func (s *Store) JobSetCheckpoint(ctx context.Context, lease store.Lease, checkpoint json.RawMessage) error {
-	if err := checkJSON("checkpoint", checkpoint); err != nil {
+	if err := store.CheckCheckpoint(checkpoint); err != nil {
 		return err
 	}
 	var n int64

@@ -36,8 +36,6 @@ var (
 	processDeleteSQL string
 	//go:embed sql/process_events_delete.sql
 	processEventsDeleteSQL string
-	//go:embed sql/process_timer_cancel.sql
-	processTimerCancelSQL string
 )
 
 // ProcessGet returns a process and a page of its history. See store.Store.
@@ -120,7 +118,7 @@ func (s *Store) ProcessList(ctx context.Context, params store.ProcessListParams)
 // ProcessTaskFinish applies a task's result in one transaction fenced by
 // its lease. See store.Store.
 func (s *Store) ProcessTaskFinish(ctx context.Context, r store.ProcessTaskResult) (*store.Process, error) {
-	if err := checkTaskResult(r); err != nil {
+	if err := store.CheckTaskResult(r); err != nil {
 		return nil, err
 	}
 	var (
@@ -174,7 +172,7 @@ func (s *Store) processTaskFinish(ctx context.Context, tx *jobWrite, wake *wakeu
 	journal := newJournal(tx.now)
 	cancelOld := r.Remove || r.UnsetTimer || r.SetTimer != nil || r.Status == store.ProcessError
 	if cancelOld && p.TimerJob != uuid.Nil {
-		if err := cancelTimer(ctx, tx, journal, p.TimerJob); err != nil {
+		if err := cancelTimer(ctx, tx, p.TimerJob); err != nil {
 			return nil, err
 		}
 		p.TimerJob, p.TimerAt = uuid.Nil, nil
@@ -259,19 +257,24 @@ func (s *Store) insertTimer(ctx context.Context, tx *jobWrite, p job.InsertParam
 	))
 }
 
-// cancelTimer cancels a replaced timer job if it is still queued.
-func cancelTimer(ctx context.Context, tx *jobWrite, journal *journal, id uuid.UUID) error {
-	var attempt int
-	err := tx.QueryRowContext(ctx, processTimerCancelSQL,
-		sql.Named("id", id.String()), sql.Named("now", tx.now), sql.Named("stamp", tx.stamp)).Scan(&attempt)
-	if errors.Is(err, sql.ErrNoRows) {
+// cancelTimer cancels a process's replaced timer job if it is still
+// queued (job.Cancel). One that already runs is the task doing the
+// replacing (the process's lock_key lets no other run), so it is left to
+// finish; one already gone (pruned) is nothing to cancel.
+func cancelTimer(ctx context.Context, tx *jobWrite, id uuid.UUID) error {
+	cur, err := scanJob(tx.QueryRowContext(ctx, jobGetSQL, id.String()))
+	if errors.Is(err, job.ErrNotFound) {
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("cancel timer: %w", err)
+	if err != nil || cur.State != job.StateQueued {
+		return err
 	}
-	journal.add(id, job.EventCanceled, attempt, "")
-	return nil
+	t, _, err := job.Cancel(job.FactsOf(cur), fromMicro(tx.now))
+	if err != nil {
+		return err
+	}
+	_, err = setState(ctx, tx, cur, t)
+	return err
 }
 
 // ProcessDelete deletes a process, its history and its queued timer. See
@@ -297,35 +300,10 @@ func (s *Store) ProcessDelete(ctx context.Context, namespace, id string) error {
 		if err != nil {
 			return fmt.Errorf("timer_job: %w", err)
 		}
-		journal := newJournal(tx.now)
-		if err := cancelTimer(ctx, tx, journal, tid); err != nil {
-			return err
-		}
-		return journal.flush(ctx, tx.Tx)
+		return cancelTimer(ctx, tx, tid)
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: delete process %s/%s: %w", namespace, id, err)
-	}
-	return nil
-}
-
-// checkTaskResult refuses what the database would store wrongly.
-func checkTaskResult(r store.ProcessTaskResult) error {
-	if r.Namespace == "" || r.ID == "" {
-		return job.Invalid("process", "namespace and id are required")
-	}
-	if r.Status != store.ProcessRunning && r.Status != store.ProcessError && !r.Remove {
-		return job.Invalid("status", "unknown process status %q", r.Status)
-	}
-	for name, raw := range map[string]json.RawMessage{"outcome": r.Outcome, "aux_state": r.AuxState, "metadata": r.Metadata} {
-		if err := checkJSON(name, raw); err != nil {
-			return err
-		}
-	}
-	for i, e := range r.Events {
-		if !json.Valid(e) {
-			return job.Invalid("events", "event %d must be JSON", i)
-		}
 	}
 	return nil
 }
