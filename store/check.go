@@ -33,6 +33,14 @@ func CheckCheckpoint(checkpoint json.RawMessage) error {
 	return job.CheckJSON("checkpoint", checkpoint)
 }
 
+// CheckKey refuses an API key record without its id, prefix or hash.
+func CheckKey(key APIKey) error {
+	if key.ID == "" || key.Prefix == "" || len(key.Hash) == 0 {
+		return job.Invalid("api_key", "id, prefix and hash are required")
+	}
+	return nil
+}
+
 // CheckTaskResult refuses a process task result that no store can apply:
 // no process named, an unknown status, a document or an event that is
 // not JSON.

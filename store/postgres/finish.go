@@ -18,7 +18,7 @@ import (
 // the rows still held (BEGIN travels with it), then, decided in Go
 // (store.DecideFinish), one statement applies the decisions (COMMIT
 // travels with it). See store.Store.
-func (s *Store) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]store.FinishResult, error) {
+func (s *executor) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]store.FinishResult, error) {
 	if len(outcomes) == 0 {
 		return []store.FinishResult{}, nil
 	}
@@ -26,7 +26,7 @@ func (s *Store) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]stor
 		return nil, err
 	}
 	if store.SucceededOnce(outcomes) {
-		results, err := s.finishSucceeded(ctx, s.pool, outcomes)
+		results, err := s.finishSucceeded(ctx, s.db, outcomes)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: finish: %w", err)
 		}
@@ -36,7 +36,7 @@ func (s *Store) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]stor
 		results []store.FinishResult
 		applied applied
 	)
-	err := s.inOwnTx(ctx, func(r *rounds) error {
+	err := s.transact(ctx, func(r *rounds) error {
 		var err error
 		results, applied, err = s.finish(ctx, r, outcomes)
 		return err
@@ -44,14 +44,14 @@ func (s *Store) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]stor
 	if err != nil {
 		return nil, fmt.Errorf("postgres: finish: %w", err)
 	}
-	s.wakeLater(applied)
+	s.afterCommit(func() { s.wakeLater(applied) })
 	return results, nil
 }
 
 // finishSucceeded applies a batch of successes of distinct jobs in one
 // statement, with the state and journal kind job.Finish decides for every
 // success (job.SucceededState).
-func (s *Store) finishSucceeded(ctx context.Context, q querier, outcomes []store.Outcome) ([]store.FinishResult, error) {
+func (s *executor) finishSucceeded(ctx context.Context, q querier, outcomes []store.Outcome) ([]store.FinishResult, error) {
 	ids := make([][16]byte, len(outcomes))
 	tokens := make([][16]byte, len(outcomes))
 	results := make([]json.RawMessage, len(outcomes))
@@ -87,7 +87,7 @@ func (s *Store) finishSucceeded(ctx context.Context, q querier, outcomes []store
 
 // finish is the general path of JobFinish, in two rounds: lock the rows
 // still held; decide, and apply.
-func (s *Store) finish(ctx context.Context, r *rounds, outcomes []store.Outcome) ([]store.FinishResult, applied, error) {
+func (s *executor) finish(ctx context.Context, r *rounds, outcomes []store.Outcome) ([]store.FinishResult, applied, error) {
 	now := s.now()
 	ids := make([][16]byte, len(outcomes))
 	tokens := make([][16]byte, len(outcomes))
@@ -149,7 +149,7 @@ type applied struct {
 // (set_state_if_running.sql), in the last round of r. The rows were
 // locked by this transaction, so every one of them applies; one that did
 // not would be a bug, and fails the transaction.
-func (s *Store) setStateIfRunning(ctx context.Context, r *rounds, now *time.Time, decided []store.Decided) error {
+func (s *executor) setStateIfRunning(ctx context.Context, r *rounds, now *time.Time, decided []store.Decided) error {
 	n := len(decided)
 	var (
 		ids, tokens             = make([][16]byte, n), make([][16]byte, n)
@@ -192,7 +192,7 @@ func (s *Store) setStateIfRunning(ctx context.Context, r *rounds, now *time.Time
 // wakeLater arranges, once the transitions committed, a wake-up for the
 // queues of jobs that went back to the queue due later (a retry's
 // delay). Those due now were woken by the statement itself.
-func (s *Store) wakeLater(a applied) {
+func (s *executor) wakeLater(a applied) {
 	later := make(map[string]time.Time)
 	for _, d := range a.decided {
 		if d.State != job.StateQueued || !d.RunAt.After(a.at) {

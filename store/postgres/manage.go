@@ -17,9 +17,9 @@ import (
 // repeated cancel of a running job returns it and writes nothing. One
 // transaction locks the row, decides (job.Cancel) and applies, in two
 // round trips. See store.Store.
-func (s *Store) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error) {
+func (s *executor) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 	var j *job.Job
-	err := s.inOwnTx(ctx, func(r *rounds) error {
+	err := s.transact(ctx, func(r *rounds) error {
 		var err error
 		j, err = s.cancel(ctx, r, id)
 		return err
@@ -30,7 +30,7 @@ func (s *Store) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 	return j, nil
 }
 
-func (s *Store) cancel(ctx context.Context, r *rounds, id uuid.UUID) (*job.Job, error) {
+func (s *executor) cancel(ctx context.Context, r *rounds, id uuid.UUID) (*job.Job, error) {
 	now := s.now()
 	cur, at, err := lockJob(ctx, r, now, id)
 	if err != nil {
@@ -49,9 +49,9 @@ func (s *Store) cancel(ctx context.Context, r *rounds, id uuid.UUID) (*job.Job, 
 // JobRetry puts a failed or canceled job back to queued. One transaction
 // locks the row, decides (job.Retry) and applies, in two round trips. See
 // store.Store.
-func (s *Store) JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error) {
+func (s *executor) JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 	var j *job.Job
-	err := s.inOwnTx(ctx, func(r *rounds) error {
+	err := s.transact(ctx, func(r *rounds) error {
 		var err error
 		j, err = s.retry(ctx, r, id)
 		return err
@@ -62,7 +62,7 @@ func (s *Store) JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 	return j, nil
 }
 
-func (s *Store) retry(ctx context.Context, r *rounds, id uuid.UUID) (*job.Job, error) {
+func (s *executor) retry(ctx context.Context, r *rounds, id uuid.UUID) (*job.Job, error) {
 	now := s.now()
 	cur, at, err := lockJob(ctx, r, now, id)
 	if err != nil {
@@ -128,12 +128,12 @@ func setState(ctx context.Context, r *rounds, now *time.Time, cur *job.Job, t jo
 // failed or canceled: one transaction locks them (skipping those locked
 // by a heartbeat or a finish), decides (store.DecideRescue) and applies,
 // in two round trips. See store.Store.
-func (s *Store) JobRescue(ctx context.Context, limit int) (int, error) {
+func (s *executor) JobRescue(ctx context.Context, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}
 	var done applied
-	err := s.inOwnTx(ctx, func(r *rounds) error {
+	err := s.transact(ctx, func(r *rounds) error {
 		var err error
 		done, err = s.rescue(ctx, r, limit)
 		return err
@@ -144,7 +144,7 @@ func (s *Store) JobRescue(ctx context.Context, limit int) (int, error) {
 	return len(done.decided), nil
 }
 
-func (s *Store) rescue(ctx context.Context, r *rounds, limit int) (applied, error) {
+func (s *executor) rescue(ctx context.Context, r *rounds, limit int) (applied, error) {
 	now := s.now()
 	held, at, err := lockHeld(ctx, r, lockExpiredSQL, now, limit)
 	if err != nil {
@@ -158,12 +158,12 @@ func (s *Store) rescue(ctx context.Context, r *rounds, limit int) (applied, erro
 }
 
 // JobPrune deletes old finished jobs and their journal. See store.Store.
-func (s *Store) JobPrune(ctx context.Context, before time.Time, limit int) (int, error) {
+func (s *executor) JobPrune(ctx context.Context, before time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}
 	var n int
-	if err := s.pool.QueryRow(ctx, pruneSQL, before, limit).Scan(&n); err != nil {
+	if err := s.db.QueryRow(ctx, pruneSQL, before, limit).Scan(&n); err != nil {
 		return 0, fmt.Errorf("postgres: prune finished jobs: %w", err)
 	}
 	return n, nil

@@ -95,23 +95,3 @@ func (r *rounds) rollback(ctx context.Context) {
 	defer cancel()
 	_, _ = r.q.Exec(ctx, "ROLLBACK")
 }
-
-// inOwnTx runs fn's rounds in a transaction of its own on a connection of
-// the pool. fn must end with a last round; if it does not (it returned an
-// error), the transaction is rolled back.
-func (s *Store) inOwnTx(ctx context.Context, fn func(r *rounds) error) error {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Release()
-	r := &rounds{q: conn, own: true}
-	err = fn(r)
-	if err == nil && !r.done {
-		err = errors.New("postgres: a transaction ended without its last round")
-	}
-	if err != nil {
-		r.rollback(ctx)
-	}
-	return err
-}

@@ -40,7 +40,7 @@ func TestRoundsAreOneTransaction(t *testing.T) {
 		return false
 	}
 
-	err = s.inOwnTx(t.Context(), func(r *rounds) error {
+	err = s.transact(t.Context(), func(r *rounds) error {
 		cur, at, err := lockJob(t.Context(), r, nil, id)
 		if err != nil {
 			return err
@@ -72,7 +72,7 @@ func TestRoundsAreOneTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	id = res[0].Job.ID
-	err = s.inOwnTx(t.Context(), func(r *rounds) error {
+	err = s.transact(t.Context(), func(r *rounds) error {
 		if _, _, err := lockJob(t.Context(), r, nil, id); err != nil {
 			return err
 		}

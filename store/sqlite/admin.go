@@ -18,7 +18,7 @@ import (
 // job.ErrWrongState when the job is already final. Cancelling a running
 // job whose cancel was already requested returns it unchanged. The write
 // transaction reads the row, decides (job.Cancel) and applies.
-func (s *Store) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error) {
+func (s *executor) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 	var (
 		j         *job.Job
 		requested bool // this call asked a running job to stop
@@ -43,7 +43,7 @@ func (s *Store) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 	if requested {
 		// After the commit, so that the holder's engine, whatever it does
 		// next, sees the request in the database too.
-		s.hub.Send(store.Notification{CancelJob: id})
+		s.afterCommit(func() { s.hub.Send(store.Notification{CancelJob: id}) })
 	}
 	return j, nil
 }
@@ -52,7 +52,7 @@ func (s *Store) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 // and due now; job.ErrWrongState from another state, job.ErrDuplicate
 // when a queued or running twin holds its args hash. The write
 // transaction reads the row, decides (job.Retry) and applies.
-func (s *Store) JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error) {
+func (s *executor) JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 	var (
 		j    *job.Job
 		wake *wakeups
@@ -131,7 +131,7 @@ func setState(ctx context.Context, tx *jobWrite, cur *job.Job, t job.Transition)
 // before now) to queued, or ends them failed or canceled: the write
 // transaction reads their facts, decides (store.DecideRescue) and applies
 // the decisions in one statement.
-func (s *Store) JobRescue(ctx context.Context, limit int) (int, error) {
+func (s *executor) JobRescue(ctx context.Context, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}
@@ -165,7 +165,7 @@ func (s *Store) JobRescue(ctx context.Context, limit int) (int, error) {
 
 // JobPrune deletes up to limit finished jobs whose finished_at is before
 // before, oldest first, and their events.
-func (s *Store) JobPrune(ctx context.Context, before time.Time, limit int) (int, error) {
+func (s *executor) JobPrune(ctx context.Context, before time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}

@@ -20,7 +20,7 @@ import (
 // the facts of the jobs still held, decides in Go (store.DecideFinish:
 // of two outcomes for one lease the first wins) and applies the decisions
 // in one statement.
-func (s *Store) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]store.FinishResult, error) {
+func (s *executor) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]store.FinishResult, error) {
 	if len(outcomes) == 0 {
 		return nil, nil
 	}

@@ -39,7 +39,7 @@ var (
 )
 
 // ProcessGet returns a process and a page of its history. See store.Store.
-func (s *Store) ProcessGet(ctx context.Context, namespace, id string, page store.HistoryPage) (*store.Process, error) {
+func (s *executor) ProcessGet(ctx context.Context, namespace, id string, page store.HistoryPage) (*store.Process, error) {
 	var p *store.Process
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -81,7 +81,7 @@ func (s *Store) ProcessGet(ctx context.Context, namespace, id string, page store
 }
 
 // ProcessList returns a page of a namespace's processes. See store.Store.
-func (s *Store) ProcessList(ctx context.Context, params store.ProcessListParams) ([]store.Process, int64, error) {
+func (s *executor) ProcessList(ctx context.Context, params store.ProcessListParams) ([]store.Process, int64, error) {
 	var (
 		out   []store.Process
 		total int64
@@ -117,28 +117,30 @@ func (s *Store) ProcessList(ctx context.Context, params store.ProcessListParams)
 
 // ProcessTaskFinish applies a task's result in one transaction fenced by
 // its lease. See store.Store.
-func (s *Store) ProcessTaskFinish(ctx context.Context, r store.ProcessTaskResult) (*store.Process, error) {
+func (s *executor) ProcessTaskFinish(ctx context.Context, r store.ProcessTaskResult) (*store.Process, error) {
 	if err := store.CheckTaskResult(r); err != nil {
 		return nil, err
 	}
-	var (
-		p    *store.Process
-		wake *wakeups
-	)
-	err := s.jobsTx(ctx, func(tx *jobWrite) error {
-		wake = newWakeups(tx.now)
+	var p *store.Process
+	err := s.atomically(ctx, func(ex *executor) error {
 		var err error
-		p, err = s.processTaskFinish(ctx, tx, wake, r)
+		p, err = ex.processTaskFinish(ctx, r)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: finish task of process %s/%s: %w", r.Namespace, r.ID, err)
 	}
-	s.send(wake)
 	return p, nil
 }
 
-func (s *Store) processTaskFinish(ctx context.Context, tx *jobWrite, wake *wakeups, r store.ProcessTaskResult) (*store.Process, error) {
+// processTaskFinish is ProcessTaskFinish in the transaction s runs in: a
+// composition of the fence (the task's checkpoint), the process's row and
+// history, and the timer's jobs (JobInsertMany, cancelTimer).
+func (s *executor) processTaskFinish(ctx context.Context, r store.ProcessTaskResult) (*store.Process, error) {
+	tx, err := s.jobWrite(ctx)
+	if err != nil {
+		return nil, err
+	}
 	res, err := tx.ExecContext(ctx, leaseCheckpointSQL,
 		sql.Named("id", r.Lease.ID.String()),
 		sql.Named("token", r.Lease.Token.String()),
@@ -169,7 +171,6 @@ func (s *Store) processTaskFinish(ctx context.Context, tx *jobWrite, wake *wakeu
 	if err != nil {
 		return nil, err
 	}
-	journal := newJournal(tx.now)
 	cancelOld := r.Remove || r.UnsetTimer || r.SetTimer != nil || r.Status == store.ProcessError
 	if cancelOld && p.TimerJob != uuid.Nil {
 		if err := cancelTimer(ctx, tx, p.TimerJob); err != nil {
@@ -184,15 +185,14 @@ func (s *Store) processTaskFinish(ctx context.Context, tx *jobWrite, wake *wakeu
 		if _, err := tx.ExecContext(ctx, processEventsDeleteSQL, key...); err != nil {
 			return nil, fmt.Errorf("remove: %w", err)
 		}
-		return nil, journal.flush(ctx, tx.Tx)
+		return nil, nil
 	}
 	if r.SetTimer != nil && r.Status != store.ProcessError {
-		t, err := s.insertTimer(ctx, tx, *r.SetTimer)
+		res, err := s.JobInsertMany(ctx, []job.InsertParams{*r.SetTimer})
 		if err != nil {
 			return nil, fmt.Errorf("set timer: %w", err)
 		}
-		journal.add(t.ID, job.EventQueued, t.Attempt, "")
-		wake.add(t.Queue, t.RunAt.UnixMicro())
+		t := res[0].Job
 		p.TimerJob, p.TimerAt = t.ID, &t.RunAt
 	}
 	for i, e := range r.Events {
@@ -220,41 +220,7 @@ func (s *Store) processTaskFinish(ctx context.Context, tx *jobWrite, wake *wakeu
 	if err != nil {
 		return nil, fmt.Errorf("update: %w", err)
 	}
-	return p, journal.flush(ctx, tx.Tx)
-}
-
-// insertTimer creates a timer's job inside tx, as JobInsertMany would.
-func (s *Store) insertTimer(ctx context.Context, tx *jobWrite, p job.InsertParams) (*job.Job, error) {
-	hash, err := p.Normalize(s.maxArgs)
-	if err != nil {
-		return nil, err
-	}
-	id, err := uuid.NewV7()
-	if err != nil {
-		return nil, err
-	}
-	runAt := tx.now
-	if !p.RunAt.IsZero() {
-		runAt = p.RunAt.UnixMicro()
-	}
-	return scanJob(tx.QueryRowContext(ctx, jobInsertSQL,
-		sql.Named("id", id.String()),
-		sql.Named("queue", p.Queue),
-		sql.Named("kind", p.Kind),
-		sql.Named("args", string(p.Args)),
-		sql.Named("priority", *p.Priority),
-		sql.Named("run_at", runAt),
-		sql.Named("max_attempts", p.MaxAttempts),
-		sql.Named("lease_ttl_us", p.LeaseTTL.Microseconds()),
-		sql.Named("lock_key", p.LockKey),
-		sql.Named("partition_key", p.PartitionKey),
-		sql.Named("idempotency_key", p.IdempotencyKey),
-		sql.Named("args_hash", hash),
-		sql.Named("requires", listJSON(p.Requires)),
-		sql.Named("prefers", listJSON(p.Prefers)),
-		sql.Named("now", tx.now),
-		sql.Named("stamp", tx.stamp),
-	))
+	return p, nil
 }
 
 // cancelTimer cancels a process's replaced timer job if it is still
@@ -279,7 +245,7 @@ func cancelTimer(ctx context.Context, tx *jobWrite, id uuid.UUID) error {
 
 // ProcessDelete deletes a process, its history and its queued timer. See
 // store.Store.
-func (s *Store) ProcessDelete(ctx context.Context, namespace, id string) error {
+func (s *executor) ProcessDelete(ctx context.Context, namespace, id string) error {
 	err := s.jobsTx(ctx, func(tx *jobWrite) error {
 		key := []any{sql.Named("namespace", namespace), sql.Named("id", id)}
 		var timer sql.NullString
