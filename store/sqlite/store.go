@@ -8,7 +8,9 @@
 // through one connection and every write transaction begins IMMEDIATE
 // (it takes the write lock up front and never upgrades, so it cannot
 // deadlock with another writer); reads use a pool of their own, which WAL
-// lets run beside the writer.
+// lets run beside the writer. InTx runs several operations in one write
+// transaction, reads included, and TxOf gives the caller that
+// transaction for statements of its own.
 //
 // Wake-ups are in-process: Store values opened on one file in one process
 // share a wakeup.Hub. Several processes on one file work (SQLite locks the
