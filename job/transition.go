@@ -114,7 +114,9 @@ func FactsOf(j *Job) Facts {
 // Transition is a decided change of one job: the values its row takes and
 // the journal entry that records the change. A store writes all of them
 // (and updated_at, its transaction's time) in one statement fenced by the
-// state, and for a lease holder the lease token, that the Facts had.
+// state, and for a lease holder the lease token, that the Facts had. A
+// job holds a lease exactly while it runs: a transition out of running
+// clears the lease token and expiry, any other leaves them as they are.
 type Transition struct {
 	// From is the state the Facts had: the fence.
 	From State
@@ -130,9 +132,6 @@ type Transition struct {
 	FinishedAt *time.Time
 	// CancelRequested is the new cancel flag.
 	CancelRequested bool
-	// ClearLease: the lease token and expiry are cleared (State is not
-	// running). Otherwise they are kept.
-	ClearLease bool
 	// Result, when not nil, replaces the job's result.
 	Result json.RawMessage
 	// LastError, when not nil, replaces the job's last error.
@@ -228,7 +227,6 @@ func Cancel(f Facts, now time.Time) (t Transition, write bool, err error) {
 		Event: Event{Attempt: f.Attempt}}
 	switch {
 	case f.State == StateQueued:
-		t.ClearLease = true
 		t.end(StateCanceled, now)
 	case f.State == StateRunning && f.CancelRequested:
 		return Transition{}, false, nil
@@ -248,7 +246,7 @@ func Retry(f Facts, now time.Time) (Transition, error) {
 	if f.State != StateFailed && f.State != StateCanceled {
 		return Transition{}, fmt.Errorf("job is %s: %w", f.State, ErrWrongState)
 	}
-	t := Transition{From: f.State, ClearLease: true}
+	t := Transition{From: f.State}
 	t.requeue(now, EventManualRetry)
 	return t, nil
 }
@@ -274,11 +272,11 @@ func cancelWins(f Facts, t Transition, now time.Time) Transition {
 	return t
 }
 
-// leaveRunning is the start of every transition out of running: the lease
-// is cleared and the journal names the attempt that ran.
+// leaveRunning is the start of every transition out of running: the
+// journal names the attempt that ran.
 func leaveRunning(f Facts) Transition {
 	return Transition{From: StateRunning, Attempt: f.Attempt, CancelRequested: f.CancelRequested,
-		ClearLease: true, Event: Event{Attempt: f.Attempt}}
+		Event: Event{Attempt: f.Attempt}}
 }
 
 // end makes t a transition to the final state s, at now, journaled by

@@ -33,8 +33,7 @@ func (r runAt) time() time.Time {
 }
 
 // want is a transition as a table row: the fields a test states, the
-// others follow from them (finished_at is set exactly for final states,
-// the lease cleared exactly when the job leaves running).
+// others follow from them (finished_at is set exactly for final states).
 type want struct {
 	state   State
 	kind    EventKind
@@ -64,9 +63,6 @@ func (w want) check(t *testing.T, name string, f Facts, got Transition) {
 	}
 	if final := got.State.Final(); final != (got.FinishedAt != nil) || (final && !got.FinishedAt.Equal(now)) {
 		t.Errorf("%s: state %q with finished_at %v", name, got.State, got.FinishedAt)
-	}
-	if got.ClearLease != (got.State != StateRunning) {
-		t.Errorf("%s: state %q with ClearLease %v", name, got.State, got.ClearLease)
 	}
 	if got.Event.Detail != w.detail {
 		t.Errorf("%s: journal detail %q, want %q", name, got.Event.Detail, w.detail)

@@ -68,8 +68,8 @@ type Store interface {
 	// Store method called with fn's ctx, or a context derived from it,
 	// fails at once with ErrCalledInTx instead. An error from ex may leave
 	// the transaction unusable (PostgreSQL aborts a transaction at its
-	// first failed statement): return it from fn. fn must not keep ex, or
-	// use it from other goroutines, after it returns.
+	// first failed statement): return it from fn. fn must not use ex from
+	// several goroutines at once, nor keep it after it returns.
 	InTx(ctx context.Context, fn func(ctx context.Context, ex Executor) error) error
 }
 

@@ -47,7 +47,9 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 			return nil, fmt.Errorf("postgres: claim from %q: %w", params.Queue, err)
 		}
 		jobs, err := scanJobs(rows)
-		if (uniqueViolation(err, "jobd_jobs_lock") || deadlock(err)) && try < claimRetries {
+		// Run again, unless in a transaction of the caller's, which the
+		// error aborted.
+		if (uniqueViolation(err, "jobd_jobs_lock") || deadlock(err)) && s.tx == nil && try < claimRetries {
 			continue
 		}
 		if err != nil {
