@@ -184,7 +184,7 @@ func (w *worker) close() error {
 
 // insertBacklog inserts n jobs in batches, spread over a few goroutines,
 // and returns how long it took.
-func insertBacklog(ctx context.Context, s store.Store, n int) (time.Duration, error) {
+func insertBacklog(ctx context.Context, s store.JobStore, n int) (time.Duration, error) {
 	const batch = 1000
 	const inserters = 4
 	start := time.Now()
@@ -226,7 +226,7 @@ func noopParams(n int) []job.InsertParams {
 
 // waitDone waits until the worker has run n jobs and none of the bench
 // queue's jobs are queued or running any more (their outcomes written).
-func waitDone(ctx context.Context, s store.Store, w *worker, n int64) error {
+func waitDone(ctx context.Context, s store.JobStore, w *worker, n int64) error {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {

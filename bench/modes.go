@@ -14,7 +14,7 @@ import (
 )
 
 // purge removes every job of the bench queue (and nothing else).
-func purge(ctx context.Context, s store.Store) error {
+func purge(ctx context.Context, s store.QueueStore) error {
 	if _, err := s.QueuePurge(ctx, Queue); err != nil {
 		return fmt.Errorf("purge bench queue: %w", err)
 	}

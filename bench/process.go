@@ -141,7 +141,7 @@ func submitCalls(ctx context.Context, r *process.Runner, calls *atomic.Int64, id
 }
 
 // deleteProcesses removes every process of the bench namespace.
-func deleteProcesses(ctx context.Context, s store.Store) error {
+func deleteProcesses(ctx context.Context, s store.ProcessStore) error {
 	for {
 		ps, _, err := s.ProcessList(ctx, store.ProcessListParams{Namespace: processNamespace, Limit: 1000})
 		if err != nil {

@@ -108,16 +108,30 @@ func (e *Engine) Node() string { return e.cfg.Node }
 // Insert creates one job (see store.Store.JobInsertMany). The store wakes
 // the workers of its queue.
 func (e *Engine) Insert(ctx context.Context, p job.InsertParams) (store.InsertResult, error) {
-	res, err := e.InsertMany(ctx, []job.InsertParams{p})
+	return e.InsertTx(ctx, e.store, p)
+}
+
+// InsertMany creates jobs in one transaction: all of them or none.
+func (e *Engine) InsertMany(ctx context.Context, ps []job.InsertParams) ([]store.InsertResult, error) {
+	return e.InsertManyTx(ctx, e.store, ps)
+}
+
+// InsertTx creates one job through ex: inside the transaction ex runs in
+// when ex is one of store.Store.InTx (any driver) or a driver's Executor
+// over a transaction of the caller's (postgres.(*Store).WithTx). The job
+// then exists, and wakes the workers of its queue, only once that
+// transaction commits; it is never created if it rolls back.
+func (e *Engine) InsertTx(ctx context.Context, ex store.Executor, p job.InsertParams) (store.InsertResult, error) {
+	res, err := e.InsertManyTx(ctx, ex, []job.InsertParams{p})
 	if err != nil {
 		return store.InsertResult{}, err
 	}
 	return res[0], nil
 }
 
-// InsertMany creates jobs in one transaction: all of them or none.
-func (e *Engine) InsertMany(ctx context.Context, ps []job.InsertParams) ([]store.InsertResult, error) {
-	res, err := e.store.JobInsertMany(ctx, ps)
+// InsertManyTx is InsertMany through ex (see InsertTx).
+func (e *Engine) InsertManyTx(ctx context.Context, ex store.Executor, ps []job.InsertParams) ([]store.InsertResult, error) {
+	res, err := ex.JobInsertMany(ctx, ps)
 	if err != nil {
 		return nil, fmt.Errorf("insert jobs: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/sqlite"
 )
 
@@ -90,4 +91,55 @@ func ExampleRegister() {
 	// Output:
 	// succeeded "cat.png at 320px"
 	// Run: <nil>
+}
+
+// ExampleEngine_InsertTx writes an order into the application's own table
+// and the job that ships it in one SQLite transaction: both, or neither.
+// (On PostgreSQL, postgres.(*Store).WithTx makes the Executor of a pgx.Tx
+// the application began.)
+func ExampleEngine_InsertTx() {
+	dir, _ := os.MkdirTemp("", "jobd-example-")
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "jobd.db"), sqlite.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	e, err := engine.New(engine.Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	order := func(id int) error {
+		return st.InTx(ctx, func(ctx context.Context, ex store.Executor) error {
+			tx, _ := sqlite.TxOf(ex) // the store's write transaction
+			if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS orders (id INTEGER PRIMARY KEY)`); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO orders (id) VALUES (?)`, id); err != nil {
+				return err // a duplicate order: no job either
+			}
+			_, err := e.InsertTx(ctx, ex, job.InsertParams{Kind: "ship", Args: json.RawMessage(fmt.Sprintf(`{"order":%d}`, id))})
+			return err
+		})
+	}
+	fmt.Println("order 42:", order(42) == nil)
+	fmt.Println("order 42 again:", order(42) == nil)
+	list, err := st.JobList(ctx, store.ListParams{Kind: "ship"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("ship jobs:", list.Total)
+	// Output:
+	// order 42: true
+	// order 42 again: false
+	// ship jobs: 1
 }

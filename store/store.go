@@ -1,10 +1,14 @@
 // Package store defines the Store interface every database driver
 // implements, in jobd's own types. The job state machine of DESIGN.md
-// section 2 lives in the drivers' SQL: every transition is one transaction
-// whose WHERE clause checks the state (and, for a lease holder, the lease
-// token) it expects, and appends to the events journal in the same
-// transaction. The conformance suite in store/storetest holds every driver
-// to the same rules.
+// section 2 is decided in Go, once (job.Finish, job.Rescue, job.Cancel,
+// job.Retry; DecideFinish and DecideRescue here for batches), and the
+// drivers only fence and apply it: each transition is one transaction that
+// reads the row's facts with the row locked, decides, and writes the
+// decision with a WHERE clause that checks the state (and, for a lease
+// holder, the lease token) it read, appending to the events journal in
+// the same transaction. Checks of input that do not depend on the dialect
+// live here too (check.go). The conformance suite in store/storetest holds
+// every driver to the same rules.
 //
 // Time. Every rule below that compares with "now" reads the store's clock
 // (the database's own now() when the clock is the real one). An instant
@@ -24,6 +28,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -31,9 +36,15 @@ import (
 	"github.com/jobd/jobd/job"
 )
 
-// Store is a jobd database. All methods are safe for concurrent use, and
-// every error they return wraps one of job's sentinels where one applies.
+// Store is a jobd database: every operation, each in a transaction of its
+// own, and InTx to run several in one. All methods are safe for concurrent
+// use, and every error they return wraps one of job's sentinels where one
+// applies.
 type Store interface {
+	Executor
+	LeaderStore
+	Notifier
+
 	// Migrate brings the schema up to date. It is idempotent and safe to
 	// run from several nodes at once.
 	Migrate(ctx context.Context) error
@@ -42,6 +53,50 @@ type Store interface {
 	// Close releases the store's connections.
 	Close() error
 
+	// InTx runs fn in one transaction and commits it when fn returns nil;
+	// it rolls it back when fn returns an error (which InTx returns) or
+	// panics (InTx panics again once it has rolled back). fn gets an
+	// Executor whose operations run in that transaction: they see each
+	// other's writes, and they all commit or none does. Their
+	// notifications (wake-ups of queues, cancel requests, the wake-up of a
+	// delayed job when it falls due) are sent only once the transaction
+	// has committed, and never when it rolls back.
+	//
+	// Inside fn, use ex and fn's ctx, never the Store: the transaction
+	// holds what a Store call may wait for (SQLite's one writer, the rows
+	// PostgreSQL locked), so a Store call could wait for fn forever. A
+	// Store method called with fn's ctx, or a context derived from it,
+	// fails at once with ErrCalledInTx instead. An error from ex may leave
+	// the transaction unusable (PostgreSQL aborts a transaction at its
+	// first failed statement): return it from fn. fn must not use ex from
+	// several goroutines at once, nor keep it after it returns.
+	InTx(ctx context.Context, fn func(ctx context.Context, ex Executor) error) error
+}
+
+// ErrCalledInTx is the error of a Store method called, with its context,
+// inside the Store's own transaction (InTx), where it could wait for that
+// transaction forever: fn must use the Executor it was given.
+var ErrCalledInTx = errors.New("store: the Store was called inside its own transaction; use the Executor InTx gave")
+
+// Executor holds the operations that can run inside one transaction: on
+// a Store, each runs in a transaction of its own; on the Executor that
+// InTx gives (or a driver makes of a transaction its caller holds), all
+// run in that transaction. What they notify is sent once it commits.
+type Executor interface {
+	JobStore
+	QueueStore
+	KeyStore
+	WorkerStore
+	ProcessStore
+	// Wake tells the workers of queues, on every node sharing the
+	// database, that jobs may be available: at once, or, inside a
+	// transaction, once it commits.
+	Wake(ctx context.Context, queues ...string) error
+}
+
+// JobStore holds the jobs, their state machine (package job decides
+// it) and their journal.
+type JobStore interface {
 	// JobInsertMany creates jobs, in one transaction. Each params is
 	// normalised and validated first (job.InsertParams.Normalize); one bad
 	// params fails the whole call and writes nothing. A params whose
@@ -80,32 +135,36 @@ type Store interface {
 	// JobSetCheckpoint stores the checkpoint (kept across retries) and
 	// extends the lease, fenced like JobSetProgress.
 	JobSetCheckpoint(ctx context.Context, lease Lease, checkpoint json.RawMessage) error
-	// JobFinish applies the lease holders' outcomes, each fenced by its
-	// token, in one transaction. Results are in the order of outcomes; an
-	// outcome whose lease is not held changes nothing and reports Lost. A
-	// cancel request wins: a job whose cancel was requested and whose holder
-	// reports a failure (retryable or not) or a release ends canceled
-	// (journal "canceled"), never queued again; a success still succeeds.
+	// JobFinish applies the lease holders' outcomes (job.Finish), each
+	// fenced by its token, in one transaction. Results are in the order of
+	// outcomes; an outcome whose lease is not held, or whose lease an
+	// earlier outcome of the batch used, changes nothing and reports Lost.
+	// A cancel request wins: a job whose cancel was requested and whose
+	// holder reports a failure (retryable or not) or a release ends
+	// canceled (journal "canceled"), never queued again; a success still
+	// succeeds.
 	JobFinish(ctx context.Context, outcomes []Outcome) ([]FinishResult, error)
 
 	// JobCancel cancels a queued job at once (state canceled, journal
 	// "canceled") or asks a running one to stop (cancel_requested, journal
-	// "cancel-requested"), and returns the job. It is idempotent: for a
-	// running job whose cancel was already requested it returns the job and
-	// writes nothing. job.ErrWrongState when the job is already final.
-	// Asking a running job to stop notifies its holder at once, whatever
-	// its node (see Listen), once the request has committed.
+	// "cancel-requested"), and returns the job (job.Cancel). It is
+	// idempotent: for a running job whose cancel was already requested it
+	// returns the job and writes nothing. job.ErrWrongState when the job
+	// is already final. Asking a running job to stop notifies its holder
+	// at once, whatever its node (see Listen), once the request has
+	// committed.
 	JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error)
 	// JobRetry puts a failed or canceled job back to queued with its
-	// attempts reset and run_at now; job.ErrWrongState otherwise,
-	// job.ErrDuplicate when an active twin (same args hash) exists.
+	// attempts reset and run_at now (job.Retry); job.ErrWrongState
+	// otherwise, job.ErrDuplicate when an active twin (same args hash)
+	// exists.
 	JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error)
 
 	// JobRescue takes running jobs whose lease expired (lease_expires_at <=
-	// now) back: to queued (run_at now, journal "rescued"), or to failed
-	// when they used all their attempts (journal "failed"), or to canceled
-	// when their cancel was requested (journal "canceled"). At most limit
-	// jobs per call.
+	// now) back (job.Rescue): to queued (run_at now, journal "rescued"), or
+	// to failed when they used all their attempts (journal "failed"), or to
+	// canceled when their cancel was requested (journal "canceled"). At
+	// most limit jobs per call.
 	JobRescue(ctx context.Context, limit int) (int, error)
 	// JobPrune deletes finished jobs (succeeded, failed, canceled) whose
 	// finished_at is before before, and their events. At most limit jobs
@@ -121,7 +180,10 @@ type Store interface {
 	// (or a concurrent take got it first), job.ErrWrongState when it is
 	// queued or running, and then nothing is deleted.
 	JobTake(ctx context.Context, id uuid.UUID) (*job.Job, error)
+}
 
+// QueueStore holds the queues' settings and counts.
+type QueueStore interface {
 	// QueueList returns every queue that has jobs or a setting, with job
 	// counts by state.
 	QueueList(ctx context.Context) ([]QueueInfo, error)
@@ -132,10 +194,14 @@ type Store interface {
 	// and finished ones) with its journal, and returns how many jobs it
 	// deleted. Running jobs are left alone: their holders still hold
 	// leases. It deletes in batches, each its own transaction, so that no
-	// transaction grows with the queue; a job that changes state while the
-	// purge runs may be left. The queue's settings (paused) are kept.
+	// transaction grows with the queue (inside a transaction, the
+	// batches are all that transaction's); a job that changes state while
+	// the purge runs may be left. The queue's settings (paused) are kept.
 	QueuePurge(ctx context.Context, queue string) (int64, error)
+}
 
+// LeaderStore elects, per duty, the node that runs it.
+type LeaderStore interface {
 	// LeaderAttempt makes node the leader of name for ttl (until now +
 	// ttl) when nobody else holds an unexpired term, or extends node's own
 	// term. A term has expired once its expiry <= now. It reports whether
@@ -143,8 +209,12 @@ type Store interface {
 	LeaderAttempt(ctx context.Context, name, node string, ttl time.Duration) (bool, error)
 	// LeaderResign ends node's term of name, if it holds it.
 	LeaderResign(ctx context.Context, name, node string) error
+}
 
-	// KeyCreate stores an API key record (its secret only as a hash).
+// KeyStore holds the API key records.
+type KeyStore interface {
+	// KeyCreate stores an API key record (its secret only as a hash);
+	// job.ErrDuplicate when its id or prefix is taken.
 	KeyCreate(ctx context.Context, key APIKey) error
 	// KeyList returns every API key record, oldest first.
 	KeyList(ctx context.Context) ([]APIKey, error)
@@ -153,7 +223,10 @@ type Store interface {
 	KeyByPrefix(ctx context.Context, prefix string) (*APIKey, error)
 	// KeyRevoke deletes a key; job.ErrNotFound when there is none.
 	KeyRevoke(ctx context.Context, id string) error
+}
 
+// WorkerStore holds the registry of remote workers.
+type WorkerStore interface {
 	// WorkerCreate stores a remote worker (status idle, never heard from)
 	// and its API key, whose WorkerID must be the worker's id, in one
 	// transaction. job.ErrDuplicate when the id or the key's prefix is taken.
@@ -181,7 +254,10 @@ type Store interface {
 	// committed first wins and one committed after brings the worker back.
 	// It returns how many it marked.
 	WorkerMarkOffline(ctx context.Context, cutoff time.Time) (int, error)
+}
 
+// ProcessStore holds the durable processes.
+type ProcessStore interface {
 	// ProcessGet returns a process with the page of its history that page
 	// selects, or job.ErrNotFound.
 	ProcessGet(ctx context.Context, namespace, id string, page HistoryPage) (*Process, error)
@@ -200,7 +276,11 @@ type Store interface {
 	// queued timer job, in one transaction; job.ErrNotFound when there is
 	// none.
 	ProcessDelete(ctx context.Context, namespace, id string) error
+}
 
+// Notifier carries the signals between nodes: jobs may be available in a
+// queue, a running job's cancel was requested.
+type Notifier interface {
 	// Wake tells the workers of queues, on every node sharing the database,
 	// that jobs may be available.
 	Wake(ctx context.Context, queues ...string) error
@@ -287,25 +367,16 @@ type HeartbeatResult struct {
 	CancelRequested bool
 }
 
-// OutcomeStatus is what the lease holder says became of a job.
-type OutcomeStatus string
+// OutcomeStatus is what the lease holder says became of a job; see
+// job.OutcomeStatus, where the state machine that applies it lives.
+type OutcomeStatus = job.OutcomeStatus
 
-// Outcomes a lease holder can report.
+// Outcomes a lease holder can report (job.Finish says what each does).
 const (
-	// OutcomeSucceeded: state succeeded, with Result.
-	OutcomeSucceeded OutcomeStatus = "succeeded"
-	// OutcomeFailed: with Retryable and attempts left, state queued with
-	// run_at now + RetryDelay (journal "retried"); otherwise state failed.
-	// When cancel was requested, state canceled instead, either way.
-	// Error is kept as the job's last error in every case.
-	OutcomeFailed OutcomeStatus = "failed"
-	// OutcomeCanceled: the holder honoured a cancel request; state canceled.
-	OutcomeCanceled OutcomeStatus = "canceled"
-	// OutcomeReleased: the holder gives the job back unworked (graceful
-	// shutdown); state queued, run_at now, the attempt not counted
-	// (journal "requeued"). When cancel was requested, state canceled
-	// instead (the attempt stays counted).
-	OutcomeReleased OutcomeStatus = "released"
+	OutcomeSucceeded = job.OutcomeSucceeded
+	OutcomeFailed    = job.OutcomeFailed
+	OutcomeCanceled  = job.OutcomeCanceled
+	OutcomeReleased  = job.OutcomeReleased
 )
 
 // Outcome is one lease holder's report for JobFinish.
@@ -316,6 +387,11 @@ type Outcome struct {
 	Error      string
 	Retryable  bool
 	RetryDelay time.Duration
+}
+
+// Report is the outcome without its lease, as job.Finish reads it.
+func (o Outcome) Report() job.Outcome {
+	return job.Outcome{Status: o.Status, Result: o.Result, Error: o.Error, Retryable: o.Retryable, RetryDelay: o.RetryDelay}
 }
 
 // FinishResult is one outcome's effect.

@@ -28,7 +28,7 @@ const claimAfterMark = "      AND queue = $2"
 
 // JobClaim moves up to params.Max available jobs to running, in one
 // statement. See store.Store.
-func (s *Store) JobClaim(ctx context.Context, params store.ClaimParams) ([]*job.Job, error) {
+func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*job.Job, error) {
 	if params.Max <= 0 {
 		return nil, nil
 	}
@@ -42,12 +42,14 @@ func (s *Store) JobClaim(ctx context.Context, params store.ClaimParams) ([]*job.
 		query, args = claimAfterSQL, append(args, a.Priority, a.RunAt, a.ID)
 	}
 	for try := 0; ; try++ {
-		rows, err := s.pool.Query(ctx, query, args...)
+		rows, err := s.db.Query(ctx, query, args...)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: claim from %q: %w", params.Queue, err)
 		}
 		jobs, err := scanJobs(rows)
-		if (uniqueViolation(err, "jobd_jobs_lock") || deadlock(err)) && try < claimRetries {
+		// Run again, unless in a transaction of the caller's, which the
+		// error aborted.
+		if (uniqueViolation(err, "jobd_jobs_lock") || deadlock(err)) && s.tx == nil && try < claimRetries {
 			continue
 		}
 		if err != nil {

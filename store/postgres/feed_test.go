@@ -41,7 +41,7 @@ func TestFeedWaitsForOpenTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // committed below
-	early, err := s.JobInsertTx(ctx, tx, []job.InsertParams{{Kind: "early"}})
+	early, err := s.WithTx(tx).JobInsertMany(ctx, []job.InsertParams{{Kind: "early"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,128 +6,203 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
 
-// JobFinish applies the lease holders' outcomes in one statement, which is
-// one transaction. A batch of successes, the hot path, takes a leaner
-// statement than a mix of outcomes. See store.Store.
-func (s *Store) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]store.FinishResult, error) {
-	results := make([]store.FinishResult, len(outcomes))
+// JobFinish applies the lease holders' outcomes in one transaction. A
+// batch of successes of distinct jobs, the hot path, is one statement that
+// reads nothing first. Any other batch takes two round trips: one locks
+// the rows still held (BEGIN travels with it), then, decided in Go
+// (store.DecideFinish), one statement applies the decisions (COMMIT
+// travels with it). See store.Store.
+func (s *executor) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]store.FinishResult, error) {
 	if len(outcomes) == 0 {
-		return results, nil
+		return []store.FinishResult{}, nil
 	}
-	allSucceeded := true
-	for i, o := range outcomes {
-		switch o.Status {
-		case store.OutcomeSucceeded:
-		case store.OutcomeFailed, store.OutcomeCanceled, store.OutcomeReleased:
-			allSucceeded = false
-		default:
-			return nil, job.Invalid("status", "outcome %d: unknown status %q", i, o.Status)
-		}
-		if len(o.Result) > 0 && !json.Valid(o.Result) {
-			return nil, job.Invalid("result", "outcome %d: must be JSON", i)
-		}
-	}
-	var done map[store.Lease]store.FinishResult
-	var err error
-	if allSucceeded {
-		done, err = s.finishSucceeded(ctx, outcomes)
-	} else {
-		done, err = s.finishMixed(ctx, outcomes)
-	}
-	if err != nil {
+	if err := store.CheckOutcomes(outcomes); err != nil {
 		return nil, err
 	}
-	for i, o := range outcomes {
-		r, ok := done[o.Lease]
-		if !ok {
-			r = store.FinishResult{Lost: true}
+	if store.SucceededOnce(outcomes) {
+		results, err := s.finishSucceeded(ctx, s.db, outcomes)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: finish: %w", err)
 		}
-		results[i] = r
+		return results, nil
 	}
+	var (
+		results []store.FinishResult
+		applied applied
+	)
+	err := s.transact(ctx, func(r *rounds) error {
+		var err error
+		results, applied, err = s.finish(ctx, r, outcomes)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: finish: %w", err)
+	}
+	s.afterCommit(func() { s.wakeLater(applied) })
 	return results, nil
 }
 
-func (s *Store) finishSucceeded(ctx context.Context, outcomes []store.Outcome) (map[store.Lease]store.FinishResult, error) {
-	ids, tokens, results := finishArrays(outcomes)
-	rows, err := s.pool.Query(ctx, finishSucceededSQL, s.now(), ids, tokens, results)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: finish: %w", err)
-	}
-	defer rows.Close()
-	done := make(map[store.Lease]store.FinishResult, len(outcomes))
-	for rows.Next() {
-		var l store.Lease
-		if err := rows.Scan(uuidDest(&l.ID), uuidDest(&l.Token)); err != nil {
-			return nil, fmt.Errorf("postgres: finish: %w", err)
-		}
-		done[l] = store.FinishResult{State: job.StateSucceeded}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: finish: %w", err)
-	}
-	return done, nil
-}
-
-func (s *Store) finishMixed(ctx context.Context, outcomes []store.Outcome) (map[store.Lease]store.FinishResult, error) {
-	ids, tokens, results := finishArrays(outcomes)
-	statuses := make([]string, len(outcomes))
-	errs := make([]string, len(outcomes))
-	retryable := make([]bool, len(outcomes))
-	delays := make([]time.Duration, len(outcomes))
-	for i, o := range outcomes {
-		statuses[i] = string(o.Status)
-		errs[i] = o.Error
-		retryable[i] = o.Retryable
-		delays[i] = max(o.RetryDelay, 0)
-	}
-	rows, err := s.pool.Query(ctx, finishSQL, s.now(), ids, tokens, statuses, results, errs, retryable, delays)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: finish: %w", err)
-	}
-	defer rows.Close()
-	done := make(map[store.Lease]store.FinishResult, len(outcomes))
-	later := make(map[string]time.Time) // queue -> earliest run_at of a delayed retry
-	for rows.Next() {
-		var (
-			l            store.Lease
-			queue, state string
-			runAt        time.Time
-			isLater      bool
-		)
-		if err := rows.Scan(uuidDest(&l.ID), uuidDest(&l.Token), &queue, &state, &runAt, &isLater); err != nil {
-			return nil, fmt.Errorf("postgres: finish: %w", err)
-		}
-		r := store.FinishResult{State: job.State(state)}
-		if r.State == job.StateQueued {
-			r.RunAt = runAt
-			if t, ok := later[queue]; isLater && (!ok || runAt.Before(t)) {
-				later[queue] = runAt
-			}
-		}
-		done[l] = r
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: finish: %w", err)
-	}
-	for queue, t := range later {
-		s.delayed.At(queue, t)
-	}
-	return done, nil
-}
-
-func finishArrays(outcomes []store.Outcome) (ids, tokens [][16]byte, results []json.RawMessage) {
-	ids = make([][16]byte, len(outcomes))
-	tokens = make([][16]byte, len(outcomes))
-	results = make([]json.RawMessage, len(outcomes))
+// finishSucceeded applies a batch of successes of distinct jobs in one
+// statement, with the state and journal kind job.Finish decides for every
+// success (job.SucceededState).
+func (s *executor) finishSucceeded(ctx context.Context, q querier, outcomes []store.Outcome) ([]store.FinishResult, error) {
+	ids := make([][16]byte, len(outcomes))
+	tokens := make([][16]byte, len(outcomes))
+	results := make([]json.RawMessage, len(outcomes))
 	for i, o := range outcomes {
 		ids[i], tokens[i] = o.ID, o.Token
 		if len(o.Result) > 0 {
 			results[i] = o.Result
 		}
 	}
-	return ids, tokens, results
+	rows, err := q.Query(ctx, finishSucceededSQL, s.now(), ids, tokens, results,
+		string(job.SucceededState), string(job.SucceededEvent))
+	if err != nil {
+		return nil, err
+	}
+	done := make(map[store.Lease]bool, len(outcomes))
+	var l store.Lease
+	if _, err := pgx.ForEachRow(rows, []any{uuidDest(&l.ID), uuidDest(&l.Token)}, func() error {
+		done[l] = true
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	out := make([]store.FinishResult, len(outcomes))
+	for i, o := range outcomes {
+		if done[o.Lease] {
+			out[i] = store.FinishResult{State: job.SucceededState}
+		} else {
+			out[i] = store.FinishResult{Lost: true}
+		}
+	}
+	return out, nil
+}
+
+// finish is the general path of JobFinish, in two rounds: lock the rows
+// still held; decide, and apply.
+func (s *executor) finish(ctx context.Context, r *rounds, outcomes []store.Outcome) ([]store.FinishResult, applied, error) {
+	now := s.now()
+	ids := make([][16]byte, len(outcomes))
+	tokens := make([][16]byte, len(outcomes))
+	for i, o := range outcomes {
+		ids[i], tokens[i] = o.ID, o.Token
+	}
+	held, at, err := lockHeld(ctx, r, lockHeldSQL, now, ids, tokens)
+	if err != nil {
+		return nil, applied{}, fmt.Errorf("lock: %w", err)
+	}
+	byLease := make(map[store.Lease]store.Held, len(held))
+	for _, h := range held {
+		byLease[h.Lease] = h
+	}
+	decided, results, err := store.DecideFinish(outcomes, byLease, at)
+	if err != nil {
+		return nil, applied{}, err
+	}
+	if err := s.setStateIfRunning(ctx, r, now, decided); err != nil {
+		return nil, applied{}, err
+	}
+	return results, applied{decided: decided, at: at}, nil
+}
+
+// lockHeld runs query, lock_held.sql or lock_expired.sql, in a round of
+// its own: it locks running jobs and returns their facts and the
+// transaction's time.
+func lockHeld(ctx context.Context, r *rounds, query string, args ...any) ([]store.Held, time.Time, error) {
+	var (
+		held []store.Held
+		at   time.Time
+	)
+	err := r.round(ctx, false, func(b *pgx.Batch) { b.Queue(query, args...) }, func(br pgx.BatchResults) error {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		var h store.Held
+		_, err = pgx.ForEachRow(rows, []any{uuidDest(&h.ID), uuidDest(&h.Token), &h.Queue, &h.Attempt,
+			&h.MaxAttempts, &h.CancelRequested, &at}, func() error {
+			h.State = job.StateRunning // the statement's fence
+			held = append(held, h)
+			return nil
+		})
+		return err
+	})
+	return held, at, err
+}
+
+// applied is what a committed batch of transitions leaves to do: wake the
+// queues of jobs that come due later.
+type applied struct {
+	decided []store.Decided
+	at      time.Time // the transaction's time
+}
+
+// setStateIfRunning applies decided transitions out of running, each
+// fenced by state running and its lease token, in one statement
+// (set_state_if_running.sql), in the last round of r. The rows were
+// locked by this transaction, so every one of them applies; one that did
+// not would be a bug, and fails the transaction.
+func (s *executor) setStateIfRunning(ctx context.Context, r *rounds, now *time.Time, decided []store.Decided) error {
+	n := len(decided)
+	var (
+		ids, tokens             = make([][16]byte, n), make([][16]byte, n)
+		states, kinds, details  = make([]string, n), make([]string, n), make([]string, n)
+		runAts, finishedAts     = make([]*time.Time, n), make([]*time.Time, n)
+		attempts, eventAttempts = make([]int32, n), make([]int32, n)
+		results                 = make([]json.RawMessage, n)
+		lastErrors              = make([]*string, n)
+	)
+	for i, d := range decided {
+		ids[i], tokens[i] = d.ID, d.Token
+		states[i], runAts[i], attempts[i] = string(d.State), timePtr(d.RunAt), int32(d.Attempt)
+		finishedAts[i], lastErrors[i] = d.FinishedAt, d.LastError
+		if len(d.Result) > 0 {
+			results[i] = d.Result
+		}
+		kinds[i], eventAttempts[i], details[i] = string(d.Event.Kind), int32(d.Event.Attempt), d.Event.Detail
+	}
+	queue := func(b *pgx.Batch) {
+		if n > 0 {
+			b.Queue(setStateIfRunningSQL, now, ids, tokens, states, runAts, attempts,
+				finishedAts, results, lastErrors, kinds, eventAttempts, details)
+		}
+	}
+	return r.round(ctx, true, queue, func(br pgx.BatchResults) error {
+		if n == 0 {
+			return nil
+		}
+		tag, err := br.Exec()
+		if err != nil {
+			return fmt.Errorf("apply: %w", err)
+		}
+		if tag.RowsAffected() != int64(n) {
+			return fmt.Errorf("apply: %d of %d locked jobs changed", tag.RowsAffected(), n)
+		}
+		return nil
+	})
+}
+
+// wakeLater arranges, once the transitions committed, a wake-up for the
+// queues of jobs that went back to the queue due later (a retry's
+// delay). Those due now were woken by the statement itself.
+func (s *executor) wakeLater(a applied) {
+	later := make(map[string]time.Time)
+	for _, d := range a.decided {
+		if d.State != job.StateQueued || !d.RunAt.After(a.at) {
+			continue
+		}
+		if t, ok := later[d.Queue]; !ok || d.RunAt.Before(t) {
+			later[d.Queue] = d.RunAt
+		}
+	}
+	for queue, t := range later {
+		s.delayed.At(queue, t)
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
@@ -19,8 +18,10 @@ import (
 // was pruned). Each round needs such a race, so a few are plenty.
 const insertRounds = 5
 
-// JobInsertMany creates jobs in one transaction. See store.Store.
-func (s *Store) JobInsertMany(ctx context.Context, params []job.InsertParams) ([]store.InsertResult, error) {
+// JobInsertMany creates jobs in one transaction (the one s runs in, if
+// any). Jobs due now wake their queues when it commits (NOTIFY); a
+// wake-up is arranged for those due later. See store.Store.
+func (s *executor) JobInsertMany(ctx context.Context, params []job.InsertParams) ([]store.InsertResult, error) {
 	batch, err := s.normalize(params)
 	if err != nil {
 		return nil, err
@@ -30,40 +31,22 @@ func (s *Store) JobInsertMany(ctx context.Context, params []job.InsertParams) ([
 	}
 	var results []store.InsertResult
 	for try := 0; ; try++ {
-		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err := s.atomically(ctx, func(ex *executor) error {
 			var err error
-			results, err = s.insert(ctx, tx, batch)
+			results, err = ex.insert(ctx, batch)
 			return err
 		})
 		if err == nil {
-			break
+			return results, nil
 		}
 		// Two batches that insert the same keys in opposite orders can wait
-		// on each other; PostgreSQL fails one, which is then run again.
-		if !deadlock(err) || try == insertRounds {
+		// on each other; PostgreSQL fails one, which is then run again
+		// (unless it ran in a transaction of the caller's, which the
+		// deadlock aborted).
+		if s.tx != nil || !deadlock(err) || try == insertRounds {
 			return nil, err
 		}
 	}
-	// Committed: arrange a wake-up for jobs that become available later.
-	for _, r := range results {
-		if r.Created && r.Job.RunAt.After(r.Job.CreatedAt) {
-			s.delayed.At(r.Job.Queue, r.Job.RunAt)
-		}
-	}
-	return results, nil
-}
-
-// JobInsertTx is JobInsertMany inside the caller's transaction: the jobs
-// become visible, and their queues' workers are woken, only when tx
-// commits (PostgreSQL delivers the notification then), and nothing is left
-// behind if it rolls back. Jobs with a future run_at are found by the
-// workers' periodic poll, as nothing here knows when the caller commits.
-func (s *Store) JobInsertTx(ctx context.Context, tx pgx.Tx, params []job.InsertParams) ([]store.InsertResult, error) {
-	batch, err := s.normalize(params)
-	if err != nil {
-		return nil, err
-	}
-	return s.insert(ctx, tx, batch)
 }
 
 // normalized is a batch of params that passed job.InsertParams.Normalize,
@@ -75,7 +58,7 @@ type normalized struct {
 
 // normalize validates every params and fills in its defaults, writing
 // nothing, so that one bad params fails the call before any statement.
-func (s *Store) normalize(params []job.InsertParams) (normalized, error) {
+func (s *executor) normalize(params []job.InsertParams) (normalized, error) {
 	n := normalized{params: make([]job.InsertParams, len(params)), hashes: make([]string, len(params))}
 	for i, p := range params {
 		hash, err := p.Normalize(s.maxArgs)
@@ -132,10 +115,12 @@ func arrayLiteral(names []string) *string {
 	return &s
 }
 
-// insert is the body JobInsertMany and JobInsertTx share: it inserts the
-// batch in one statement and returns, for the rows that a dedupe index
-// skipped, the job they duplicate.
-func (s *Store) insert(ctx context.Context, q querier, batch normalized) ([]store.InsertResult, error) {
+// insert inserts the batch in one statement, in the transaction s runs
+// in, and returns, for the rows that a dedupe index skipped, the job they
+// duplicate. Once that transaction commits, the queues of jobs due later
+// are woken when they fall due.
+func (s *executor) insert(ctx context.Context, batch normalized) ([]store.InsertResult, error) {
+	q := s.db
 	results := make([]store.InsertResult, len(batch.params))
 	pending := make([]int, len(batch.params)) // indexes of params still without a result
 	for i := range pending {
@@ -150,12 +135,19 @@ func (s *Store) insert(ctx context.Context, q querier, batch normalized) ([]stor
 			return nil, err
 		}
 	}
+	s.afterCommit(func() {
+		for _, r := range results {
+			if r.Created && r.Job.RunAt.After(r.Job.CreatedAt) {
+				s.delayed.At(r.Job.Queue, r.Job.RunAt)
+			}
+		}
+	})
 	return results, nil
 }
 
 // insertRound inserts the params at the indexes pending, fills in their
 // results and returns the indexes that need another round.
-func (s *Store) insertRound(ctx context.Context, q querier, batch normalized, pending []int, results []store.InsertResult) ([]int, error) {
+func (s *executor) insertRound(ctx context.Context, q querier, batch normalized, pending []int, results []store.InsertResult) ([]int, error) {
 	var b insertBatch
 	for _, i := range pending {
 		if err := b.add(&batch.params[i], batch.hashes[i]); err != nil {
@@ -193,7 +185,7 @@ func (s *Store) insertRound(ctx context.Context, q querier, batch normalized, pe
 // insertLookup finds the jobs that the params at the indexes skipped
 // duplicate, fills in their results and returns the indexes whose
 // duplicate is gone.
-func (s *Store) insertLookup(ctx context.Context, q querier, batch normalized, skipped []int, results []store.InsertResult) ([]int, error) {
+func (s *executor) insertLookup(ctx context.Context, q querier, batch normalized, skipped []int, results []store.InsertResult) ([]int, error) {
 	keys := make([]*string, len(skipped))
 	keyHashes := make([]*string, len(skipped))
 	for n, i := range skipped {

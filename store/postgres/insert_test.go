@@ -26,12 +26,12 @@ func TestInsertTxRollback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.JobInsertTx(t.Context(), tx, []job.InsertParams{{Kind: "a"}, {Kind: "b", IdempotencyKey: "k"}})
+	res, err := s.WithTx(tx).JobInsertMany(t.Context(), []job.InsertParams{{Kind: "a"}, {Kind: "b", IdempotencyKey: "k"}})
 	if err != nil {
-		t.Fatalf("JobInsertTx: %v", err)
+		t.Fatalf("WithTx(tx).JobInsertMany: %v", err)
 	}
 	if len(res) != 2 || !res[0].Created || !res[1].Created {
-		t.Fatalf("JobInsertTx results %+v, want two created jobs", res)
+		t.Fatalf("WithTx(tx).JobInsertMany results %+v, want two created jobs", res)
 	}
 	if _, err := s.JobGet(t.Context(), res[0].Job.ID); !errors.Is(err, job.ErrNotFound) {
 		t.Fatalf("JobGet before commit: %v, want job.ErrNotFound", err)
@@ -55,7 +55,7 @@ func TestInsertTxRollback(t *testing.T) {
 	}
 }
 
-// TestInsertTxCommitWakes: the wake-up of a JobInsertTx arrives only once
+// TestInsertTxCommitWakes: the wake-up of an insert in the caller's transaction (WithTx) arrives only once
 // the caller commits.
 func TestInsertTxCommitWakes(t *testing.T) {
 	t.Parallel()
@@ -65,7 +65,7 @@ func TestInsertTxCommitWakes(t *testing.T) {
 	conn := connect(t, url)
 
 	err := pgx.BeginFunc(t.Context(), conn, func(tx pgx.Tx) error {
-		if _, err := s.JobInsertTx(t.Context(), tx, []job.InsertParams{{Queue: "tx-queue", Kind: "k"}}); err != nil {
+		if _, err := s.WithTx(tx).JobInsertMany(t.Context(), []job.InsertParams{{Queue: "tx-queue", Kind: "k"}}); err != nil {
 			return err
 		}
 		// Nothing is delivered while the transaction is open; a wake-up
@@ -180,7 +180,7 @@ func TestInsertDeadlockRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(t.Context()) }()
-	first, err := s.JobInsertTx(t.Context(), tx, []job.InsertParams{{Kind: "k", IdempotencyKey: "one"}})
+	first, err := s.WithTx(tx).JobInsertMany(t.Context(), []job.InsertParams{{Kind: "k", IdempotencyKey: "one"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,9 +197,9 @@ func TestInsertDeadlockRetried(t *testing.T) {
 	}()
 	waitForLockWait(t, connect(t, url)) // JobInsertMany waits for "one"
 
-	second, err := s.JobInsertTx(t.Context(), tx, []job.InsertParams{{Kind: "k", IdempotencyKey: "two"}})
+	second, err := s.WithTx(tx).JobInsertMany(t.Context(), []job.InsertParams{{Kind: "k", IdempotencyKey: "two"}})
 	if err != nil {
-		t.Fatalf("JobInsertTx of the second key: %v", err)
+		t.Fatalf("WithTx(tx).JobInsertMany of the second key: %v", err)
 	}
 	if err := tx.Commit(t.Context()); err != nil {
 		t.Fatal(err)

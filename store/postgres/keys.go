@@ -11,12 +11,19 @@ import (
 )
 
 // KeyCreate stores an API key record; a zero CreatedAt is now.
-func (s *Store) KeyCreate(ctx context.Context, key store.APIKey) error {
+// job.ErrDuplicate when its id or prefix is taken.
+func (s *executor) KeyCreate(ctx context.Context, key store.APIKey) error {
+	if err := store.CheckKey(key); err != nil {
+		return err
+	}
 	scopes := key.Scopes
 	if scopes == nil {
 		scopes = []string{}
 	}
-	_, err := s.pool.Exec(ctx, keyCreateSQL, s.now(), key.ID, key.Name, key.Prefix, key.Hash, scopes, timePtr(key.CreatedAt), nullText(key.WorkerID))
+	_, err := s.db.Exec(ctx, keyCreateSQL, s.now(), key.ID, key.Name, key.Prefix, key.Hash, scopes, timePtr(key.CreatedAt), nullText(key.WorkerID))
+	if uniqueViolation(err, "jobd_api_keys_pkey") || uniqueViolation(err, "jobd_api_keys_prefix_key") {
+		err = fmt.Errorf("id or prefix taken: %w", job.ErrDuplicate)
+	}
 	if err != nil {
 		return fmt.Errorf("postgres: create api key %q: %w", key.ID, err)
 	}
@@ -24,8 +31,8 @@ func (s *Store) KeyCreate(ctx context.Context, key store.APIKey) error {
 }
 
 // KeyList returns every API key record, oldest first.
-func (s *Store) KeyList(ctx context.Context) ([]store.APIKey, error) {
-	rows, err := s.pool.Query(ctx, keyListSQL)
+func (s *executor) KeyList(ctx context.Context) ([]store.APIKey, error) {
+	rows, err := s.db.Query(ctx, keyListSQL)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list api keys: %w", err)
 	}
@@ -38,8 +45,8 @@ func (s *Store) KeyList(ctx context.Context) ([]store.APIKey, error) {
 
 // KeyByPrefix returns the key whose public prefix is prefix, or
 // job.ErrNotFound.
-func (s *Store) KeyByPrefix(ctx context.Context, prefix string) (*store.APIKey, error) {
-	rows, err := s.pool.Query(ctx, keyByPrefixSQL, prefix)
+func (s *executor) KeyByPrefix(ctx context.Context, prefix string) (*store.APIKey, error) {
+	rows, err := s.db.Query(ctx, keyByPrefixSQL, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: find api key: %w", err)
 	}
@@ -51,8 +58,8 @@ func (s *Store) KeyByPrefix(ctx context.Context, prefix string) (*store.APIKey, 
 }
 
 // KeyRevoke deletes a key; job.ErrNotFound when there is none.
-func (s *Store) KeyRevoke(ctx context.Context, id string) error {
-	tag, err := s.pool.Exec(ctx, keyRevokeSQL, id)
+func (s *executor) KeyRevoke(ctx context.Context, id string) error {
+	tag, err := s.db.Exec(ctx, keyRevokeSQL, id)
 	if err != nil {
 		return fmt.Errorf("postgres: revoke api key %q: %w", id, err)
 	}

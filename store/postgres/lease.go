@@ -14,13 +14,13 @@ import (
 
 // JobHeartbeat extends the leases still held, in one statement. See
 // store.Store.
-func (s *Store) JobHeartbeat(ctx context.Context, owner string, leases []store.Lease) ([]store.HeartbeatResult, error) {
+func (s *executor) JobHeartbeat(ctx context.Context, owner string, leases []store.Lease) ([]store.HeartbeatResult, error) {
 	results := make([]store.HeartbeatResult, len(leases))
 	if len(leases) == 0 {
 		return results, nil
 	}
 	ids, tokens := leaseArrays(leases)
-	rows, err := s.pool.Query(ctx, heartbeatSQL, s.now(), ids, tokens, owner)
+	rows, err := s.db.Query(ctx, heartbeatSQL, s.now(), ids, tokens, owner)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: heartbeat: %w", err)
 	}
@@ -42,16 +42,16 @@ func (s *Store) JobHeartbeat(ctx context.Context, owner string, leases []store.L
 }
 
 // JobSetProgress stores progress and extends the lease. See store.Store.
-func (s *Store) JobSetProgress(ctx context.Context, lease store.Lease, progress job.Progress) (bool, error) {
-	if len(progress.Items) > 0 && !json.Valid(progress.Items) {
-		return false, job.Invalid("progress.items", "must be JSON")
+func (s *executor) JobSetProgress(ctx context.Context, lease store.Lease, progress job.Progress) (bool, error) {
+	if err := store.CheckProgress(progress); err != nil {
+		return false, err
 	}
 	doc, err := json.Marshal(progress)
 	if err != nil {
 		return false, fmt.Errorf("postgres: progress of job %s: %w", lease.ID, err)
 	}
 	var cancel bool
-	err = s.pool.QueryRow(ctx, progressSQL, s.now(), pgUUID(lease.ID), pgUUID(lease.Token), doc).Scan(&cancel)
+	err = s.db.QueryRow(ctx, progressSQL, s.now(), pgUUID(lease.ID), pgUUID(lease.Token), doc).Scan(&cancel)
 	if err != nil {
 		return false, fmt.Errorf("postgres: progress of job %s: %w", lease.ID, leaseLost(err))
 	}
@@ -60,16 +60,16 @@ func (s *Store) JobSetProgress(ctx context.Context, lease store.Lease, progress 
 
 // JobSetCheckpoint stores the checkpoint and extends the lease. See
 // store.Store.
-func (s *Store) JobSetCheckpoint(ctx context.Context, lease store.Lease, checkpoint json.RawMessage) error {
+func (s *executor) JobSetCheckpoint(ctx context.Context, lease store.Lease, checkpoint json.RawMessage) error {
+	if err := store.CheckCheckpoint(checkpoint); err != nil {
+		return err
+	}
 	var doc []byte // nil clears the checkpoint
 	if len(checkpoint) > 0 {
-		if !json.Valid(checkpoint) {
-			return job.Invalid("checkpoint", "must be JSON")
-		}
 		doc = checkpoint
 	}
 	var id [16]byte
-	err := s.pool.QueryRow(ctx, checkpointSQL, s.now(), pgUUID(lease.ID), pgUUID(lease.Token), doc).Scan(&id)
+	err := s.db.QueryRow(ctx, checkpointSQL, s.now(), pgUUID(lease.ID), pgUUID(lease.Token), doc).Scan(&id)
 	if err != nil {
 		return fmt.Errorf("postgres: checkpoint of job %s: %w", lease.ID, leaseLost(err))
 	}

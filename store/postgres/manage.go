@@ -2,98 +2,168 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // JobCancel cancels a queued job or asks a running one to stop; a
-// repeated cancel of a running job returns it and writes nothing. See
-// store.Store.
-func (s *Store) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error) {
-	j, changed, err := s.changeOne(ctx, cancelSQL, id, func(j *job.Job) bool {
-		return j.State == job.StateQueued || (j.State == job.StateRunning && !j.CancelRequested)
+// repeated cancel of a running job returns it and writes nothing. One
+// transaction locks the row, decides (job.Cancel) and applies, in two
+// round trips. See store.Store.
+func (s *executor) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error) {
+	var j *job.Job
+	err := s.transact(ctx, func(r *rounds) error {
+		var err error
+		j, err = s.cancel(ctx, r, id)
+		return err
 	})
-	if err == nil && !changed && !(j.State == job.StateRunning && j.CancelRequested) {
-		err = job.ErrWrongState
-	}
 	if err != nil {
 		return nil, fmt.Errorf("postgres: cancel job %s: %w", id, err)
 	}
 	return j, nil
 }
 
-// JobRetry puts a failed or canceled job back to queued. See store.Store.
-func (s *Store) JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error) {
-	j, changed, err := s.changeOne(ctx, retrySQL, id, func(j *job.Job) bool {
-		return j.State == job.StateFailed || j.State == job.StateCanceled
+func (s *executor) cancel(ctx context.Context, r *rounds, id uuid.UUID) (*job.Job, error) {
+	now := s.now()
+	cur, at, err := lockJob(ctx, r, now, id)
+	if err != nil {
+		return nil, err
+	}
+	t, write, err := job.Cancel(job.FactsOf(cur), at)
+	if err != nil {
+		return nil, err
+	}
+	if !write {
+		return cur, r.round(ctx, true, func(*pgx.Batch) {}, func(pgx.BatchResults) error { return nil }) // commit
+	}
+	return setState(ctx, r, now, cur, t)
+}
+
+// JobRetry puts a failed or canceled job back to queued. One transaction
+// locks the row, decides (job.Retry) and applies, in two round trips. See
+// store.Store.
+func (s *executor) JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error) {
+	var j *job.Job
+	err := s.transact(ctx, func(r *rounds) error {
+		var err error
+		j, err = s.retry(ctx, r, id)
+		return err
 	})
-	if uniqueViolation(err, "jobd_jobs_active") {
-		err = job.ErrDuplicate
-	}
-	if err == nil && !changed {
-		err = job.ErrWrongState
-	}
 	if err != nil {
 		return nil, fmt.Errorf("postgres: retry job %s: %w", id, err)
 	}
 	return j, nil
 }
 
-// staleReads bounds how often changeOne runs its statement again because
-// a concurrent write made the row it read stale. Each time needs another
-// write to the same job in between, so a few are plenty.
-const staleReads = 5
-
-// changeOne runs an operator's transition on one job: a statement that
-// returns the job with changed = true, or unchanged with changed = false
-// when the transition does not apply, or no row when there is no such job.
-//
-// The unchanged row comes from the statement's snapshot, which may predate
-// a concurrent write that the update itself waited for and then saw (READ
-// COMMITTED). When that row would have matched (matches), it is stale, and
-// the statement runs again, on a new snapshot.
-func (s *Store) changeOne(ctx context.Context, sql string, id uuid.UUID, matches func(*job.Job) bool) (*job.Job, bool, error) {
-	for try := 0; ; try++ {
-		var changed bool
-		var r jobRow
-		err := s.pool.QueryRow(ctx, sql, s.now(), pgUUID(id)).Scan(append([]any{&changed}, r.dest()...)...)
-		if err != nil {
-			return nil, false, notFound(err)
-		}
-		j, err := r.job()
-		if err != nil {
-			return nil, false, err
-		}
-		if changed || !matches(j) || try == staleReads {
-			return j, changed, nil
-		}
+func (s *executor) retry(ctx context.Context, r *rounds, id uuid.UUID) (*job.Job, error) {
+	now := s.now()
+	cur, at, err := lockJob(ctx, r, now, id)
+	if err != nil {
+		return nil, err
 	}
+	t, err := job.Retry(job.FactsOf(cur), at)
+	if err != nil {
+		return nil, err
+	}
+	j, err := setState(ctx, r, now, cur, t)
+	if uniqueViolation(err, "jobd_jobs_active") {
+		err = job.ErrDuplicate
+	}
+	return j, err
 }
 
-// JobRescue returns jobs whose lease expired to queued or failed. See
-// store.Store.
-func (s *Store) JobRescue(ctx context.Context, limit int) (int, error) {
+// lockJob locks one job's row, in a round of its own, and returns it with
+// the transaction's time; job.ErrNotFound when there is none.
+func lockJob(ctx context.Context, r *rounds, now *time.Time, id uuid.UUID) (*job.Job, time.Time, error) {
+	var (
+		j  *job.Job
+		at time.Time
+	)
+	err := r.round(ctx, false, func(b *pgx.Batch) { b.Queue(jobLockSQL, now, pgUUID(id)) }, func(br pgx.BatchResults) error {
+		var row jobRow
+		if err := br.QueryRow().Scan(append(row.dest(), &at)...); err != nil {
+			return notFound(err)
+		}
+		var err error
+		j, err = row.job()
+		return err
+	})
+	return j, at, err
+}
+
+// setState applies an operator's transition t of cur, whose row this
+// transaction locked, fenced by the state and lease token cur has, in the
+// last round of r, and returns the job as it now is.
+func setState(ctx context.Context, r *rounds, now *time.Time, cur *job.Job, t job.Transition) (*job.Job, error) {
+	var token *[16]byte
+	if cur.LeaseToken != uuid.Nil {
+		b := pgUUID(cur.LeaseToken)
+		token = &b
+	}
+	var j *job.Job
+	err := r.round(ctx, true, func(b *pgx.Batch) {
+		b.Queue(jobSetStateSQL, now, pgUUID(cur.ID), string(t.From), token,
+			string(t.State), timePtr(t.RunAt), int32(t.Attempt), t.CancelRequested, t.FinishedAt,
+			string(t.Event.Kind), int32(t.Event.Attempt), t.RequestsCancel())
+	}, func(br pgx.BatchResults) error {
+		var err error
+		j, err = scanJob(br.QueryRow())
+		if errors.Is(err, pgx.ErrNoRows) {
+			// The row is locked: the fence cannot fail but by a bug.
+			return fmt.Errorf("job %s changed under its lock", cur.ID)
+		}
+		return err
+	})
+	return j, err
+}
+
+// JobRescue returns jobs whose lease expired to queued, or ends them
+// failed or canceled: one transaction locks them (skipping those locked
+// by a heartbeat or a finish), decides (store.DecideRescue) and applies,
+// in two round trips. See store.Store.
+func (s *executor) JobRescue(ctx context.Context, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}
-	var n int
-	if err := s.pool.QueryRow(ctx, rescueSQL, s.now(), limit).Scan(&n); err != nil {
+	var done applied
+	err := s.transact(ctx, func(r *rounds) error {
+		var err error
+		done, err = s.rescue(ctx, r, limit)
+		return err
+	})
+	if err != nil {
 		return 0, fmt.Errorf("postgres: rescue expired leases: %w", err)
 	}
-	return n, nil
+	return len(done.decided), nil
+}
+
+func (s *executor) rescue(ctx context.Context, r *rounds, limit int) (applied, error) {
+	now := s.now()
+	held, at, err := lockHeld(ctx, r, lockExpiredSQL, now, limit)
+	if err != nil {
+		return applied{}, err
+	}
+	decided, err := store.DecideRescue(held, at)
+	if err != nil {
+		return applied{}, err
+	}
+	return applied{decided: decided, at: at}, s.setStateIfRunning(ctx, r, now, decided)
 }
 
 // JobPrune deletes old finished jobs and their journal. See store.Store.
-func (s *Store) JobPrune(ctx context.Context, before time.Time, limit int) (int, error) {
+func (s *executor) JobPrune(ctx context.Context, before time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}
 	var n int
-	if err := s.pool.QueryRow(ctx, pruneSQL, before, limit).Scan(&n); err != nil {
+	if err := s.db.QueryRow(ctx, pruneSQL, before, limit).Scan(&n); err != nil {
 		return 0, fmt.Errorf("postgres: prune finished jobs: %w", err)
 	}
 	return n, nil

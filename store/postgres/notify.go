@@ -28,11 +28,11 @@ const (
 
 // Wake tells the workers of queues, on every node, that jobs may be
 // available: one pg_notify per queue on the channel jobd_wake.
-func (s *Store) Wake(ctx context.Context, queues ...string) error {
+func (s *executor) Wake(ctx context.Context, queues ...string) error {
 	if len(queues) == 0 {
 		return nil
 	}
-	if _, err := s.pool.Exec(ctx, wakeSQL, queues); err != nil {
+	if _, err := s.db.Exec(ctx, wakeSQL, queues); err != nil {
 		return fmt.Errorf("postgres: wake %v: %w", queues, err)
 	}
 	return nil

@@ -1,10 +1,15 @@
 // Package postgres is jobd's PostgreSQL store: store.Store on pgx v5.
 //
-// Every state transition is one SQL statement (or one transaction) whose
-// WHERE clause checks the state it expects and, for a lease holder, the
-// lease token, and which appends its journal rows through a data-modifying
-// CTE. Claims take many jobs per statement with FOR UPDATE SKIP LOCKED;
-// finishes, heartbeats and inserts are batched with unnest. Wake-ups travel
+// Every state transition is one transaction whose writes are fenced by
+// the state they expect and, for a lease holder, the lease token, and
+// which appends its journal rows through a data-modifying CTE. Where a
+// transition depends on the row (a failure with attempts left, a cancel
+// request), the transaction locks the rows (FOR UPDATE), Go decides
+// (package job's state machine) and one statement applies the decisions:
+// two round trips, BEGIN and COMMIT riding along (rounds.go). Claims take
+// many jobs per statement with FOR UPDATE SKIP LOCKED; finishes,
+// heartbeats and inserts are batched with unnest, and a batch of
+// successes, the hot path, is one statement. Wake-ups travel
 // by LISTEN/NOTIFY on the channel jobd_wake, and cancel requests of running
 // jobs on jobd_cancel, so any number of nodes can share one database. The
 // statements live in sql/*.sql, the schema in migrations/*.up.sql.
@@ -43,18 +48,20 @@ type Options struct {
 	MaxConns int32
 }
 
-// Store is a PostgreSQL jobd store. It is safe for concurrent use.
+// Store is a PostgreSQL jobd store. It is safe for concurrent use. Its
+// Executor operations (the embedded executor's) each run in a transaction
+// of their own; InTx runs several in one, and WithTx runs them in a
+// transaction of the caller's.
 type Store struct {
+	executor
 	pool     *pgxpool.Pool
 	listenTo *pgx.ConnConfig // for Listen's dedicated connections
-	clock    clock.Clock
-	dbClock  bool // clock is the real one: let the database tell the time
-	logger   *slog.Logger
-	maxArgs  int
-	delayed  *wakeup.Scheduler // wakes a queue when a delayed job falls due
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.Executor = (*executor)(nil)
+)
 
 // listenAppName is Listen's connection's application_name, unless the URL
 // sets one.
@@ -69,12 +76,12 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{
-		listenTo: cfg.ConnConfig.Copy(),
-		clock:    opts.Clock,
-		dbClock:  clock.IsReal(opts.Clock),
-		logger:   opts.Logger,
-		maxArgs:  opts.MaxArgsBytes,
+	s := &Store{listenTo: cfg.ConnConfig.Copy()}
+	s.executor = executor{
+		clock:   opts.Clock,
+		dbClock: clock.IsReal(opts.Clock),
+		logger:  opts.Logger,
+		maxArgs: opts.MaxArgsBytes,
 	}
 	if s.listenTo.RuntimeParams["application_name"] == "" {
 		// Lets an operator tell the long-lived LISTEN connection apart.
@@ -94,6 +101,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		s.pool.Close()
 		return nil, err
 	}
+	s.db = guardedPool{pool: s.pool, owner: s}
 	s.delayed = wakeup.NewScheduler(s.clock, s.wakeDelayed)
 	return s, nil
 }
@@ -137,7 +145,7 @@ func (s *Store) Close() error {
 
 // now is the clock parameter ($1) of every statement that depends on the
 // time: nil lets the database use its own now().
-func (s *Store) now() *time.Time {
+func (s *executor) now() *time.Time {
 	if s.dbClock {
 		return nil
 	}
@@ -147,7 +155,7 @@ func (s *Store) now() *time.Time {
 
 // wakeDelayed is the scheduler's fire function: a delayed job's run_at
 // passed, so wake its queue on every node.
-func (s *Store) wakeDelayed(queue string) {
+func (s *executor) wakeDelayed(queue string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := s.Wake(ctx, queue); err != nil {
@@ -174,9 +182,4 @@ func uniqueViolation(err error, index string) bool {
 func deadlock(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "40P01"
-}
-
-// querier is what the insert runs on: its own transaction or the caller's.
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }

@@ -36,14 +36,12 @@ var (
 	processCountSQL string
 	//go:embed sql/process_delete.sql
 	processDeleteSQL string
-	//go:embed sql/process_timer_cancel.sql
-	processTimerCancelSQL string
 )
 
 // ProcessGet returns a process and a page of its history. See store.Store.
-func (s *Store) ProcessGet(ctx context.Context, namespace, id string, page store.HistoryPage) (*store.Process, error) {
+func (s *executor) ProcessGet(ctx context.Context, namespace, id string, page store.HistoryPage) (*store.Process, error) {
 	var p *store.Process
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+	err := s.readSnapshot(ctx, func(tx querier) error {
 		var err error
 		p, err = scanProcess(tx.QueryRow(ctx, processGetSQL, namespace, id))
 		if err != nil {
@@ -80,15 +78,15 @@ func (s *Store) ProcessGet(ctx context.Context, namespace, id string, page store
 }
 
 // ProcessList returns a page of a namespace's processes. See store.Store.
-func (s *Store) ProcessList(ctx context.Context, params store.ProcessListParams) ([]store.Process, int64, error) {
+func (s *executor) ProcessList(ctx context.Context, params store.ProcessListParams) ([]store.Process, int64, error) {
 	var total int64
-	if err := s.pool.QueryRow(ctx, processCountSQL, params.Namespace, string(params.Status)).Scan(&total); err != nil {
+	if err := s.db.QueryRow(ctx, processCountSQL, params.Namespace, string(params.Status)).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("postgres: count processes: %w", err)
 	}
 	if params.Limit <= 0 {
 		return nil, total, nil
 	}
-	rows, err := s.pool.Query(ctx, processListSQL, params.Namespace, string(params.Status), params.After, params.Limit)
+	rows, err := s.db.Query(ctx, processListSQL, params.Namespace, string(params.Status), params.After, params.Limit)
 	if err != nil {
 		return nil, 0, fmt.Errorf("postgres: list processes: %w", err)
 	}
@@ -109,72 +107,69 @@ func (s *Store) ProcessList(ctx context.Context, params store.ProcessListParams)
 
 // ProcessTaskFinish applies a task's result in one transaction fenced by
 // its lease. See store.Store.
-func (s *Store) ProcessTaskFinish(ctx context.Context, r store.ProcessTaskResult) (*store.Process, error) {
-	if err := checkTaskResult(r); err != nil {
+func (s *executor) ProcessTaskFinish(ctx context.Context, r store.ProcessTaskResult) (*store.Process, error) {
+	if err := store.CheckTaskResult(r); err != nil {
 		return nil, err
 	}
-	var (
-		p     *store.Process
-		timer *job.Job
-	)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	var p *store.Process
+	err := s.atomically(ctx, func(ex *executor) error {
 		var err error
-		p, timer, err = s.processTaskFinish(ctx, tx, r)
+		p, err = ex.processTaskFinish(ctx, r)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("postgres: finish task of process %s/%s: %w", r.Namespace, r.ID, err)
 	}
-	if timer != nil && timer.RunAt.After(timer.CreatedAt) {
-		s.delayed.At(timer.Queue, timer.RunAt)
-	}
 	return p, nil
 }
 
-func (s *Store) processTaskFinish(ctx context.Context, tx pgx.Tx, r store.ProcessTaskResult) (*store.Process, *job.Job, error) {
+// processTaskFinish is ProcessTaskFinish in the transaction s runs in: a
+// composition of the fence (the task's checkpoint), the process's row
+// and history, and the timer's jobs (JobInsertMany, cancelTimer).
+func (s *executor) processTaskFinish(ctx context.Context, r store.ProcessTaskResult) (*store.Process, error) {
+	tx := s.tx
 	// The fence first: it locks the task's job row, so nothing below runs
 	// for a task whose lease is gone.
 	var fenced uuid.UUID
 	err := tx.QueryRow(ctx, checkpointSQL, s.now(), r.Lease.ID, r.Lease.Token, nullJSONArg(r.Outcome)).Scan(uuidDest(&fenced))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, job.ErrLeaseLost
+		return nil, job.ErrLeaseLost
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var p *store.Process
 	if r.Create {
 		p, err = scanProcess(tx.QueryRow(ctx, processCreateSQL, s.now(), r.Namespace, r.ID))
 		if errors.Is(err, job.ErrNotFound) {
-			return nil, nil, fmt.Errorf("process exists: %w", job.ErrDuplicate)
+			return nil, fmt.Errorf("process exists: %w", job.ErrDuplicate)
 		}
 	} else {
 		p, err = scanProcess(tx.QueryRow(ctx, processLockSQL, r.Namespace, r.ID))
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	cancelOld := r.Remove || r.UnsetTimer || r.SetTimer != nil || r.Status == store.ProcessError
 	if cancelOld && p.TimerJob != uuid.Nil {
-		if _, err := tx.Exec(ctx, processTimerCancelSQL, s.now(), p.TimerJob); err != nil {
-			return nil, nil, fmt.Errorf("cancel timer: %w", err)
+		if err := s.cancelTimer(ctx, p.TimerJob); err != nil {
+			return nil, fmt.Errorf("cancel timer: %w", err)
 		}
 		p.TimerJob, p.TimerAt = uuid.Nil, nil
 	}
 	if r.Remove {
 		var ignored *string
 		if err := tx.QueryRow(ctx, processDeleteSQL, r.Namespace, r.ID).Scan(&ignored); err != nil {
-			return nil, nil, fmt.Errorf("remove: %w", err)
+			return nil, fmt.Errorf("remove: %w", err)
 		}
-		return nil, nil, nil
+		return nil, nil
 	}
-	var timer *job.Job
 	if r.SetTimer != nil && r.Status != store.ProcessError {
-		res, err := s.JobInsertTx(ctx, tx, []job.InsertParams{*r.SetTimer})
+		res, err := s.JobInsertMany(ctx, []job.InsertParams{*r.SetTimer})
 		if err != nil {
-			return nil, nil, fmt.Errorf("set timer: %w", err)
+			return nil, fmt.Errorf("set timer: %w", err)
 		}
-		timer = res[0].Job
+		timer := res[0].Job
 		p.TimerJob, p.TimerAt = timer.ID, &timer.RunAt
 	}
 	if len(r.Events) > 0 {
@@ -183,7 +178,7 @@ func (s *Store) processTaskFinish(ctx context.Context, tx pgx.Tx, r store.Proces
 			payloads[i] = string(e)
 		}
 		if _, err := tx.Exec(ctx, processEventsInsertSQL, s.now(), r.Namespace, r.ID, p.LastEventID, payloads); err != nil {
-			return nil, nil, fmt.Errorf("append events: %w", err)
+			return nil, fmt.Errorf("append events: %w", err)
 		}
 	}
 	var timerJob *uuid.UUID
@@ -194,25 +189,28 @@ func (s *Store) processTaskFinish(ctx context.Context, tx pgx.Tx, r store.Proces
 		string(r.Status), r.Detail, nullJSONArg(r.AuxState), nullJSONArg(r.Metadata),
 		len(r.Events), p.TimerAt, timerJob))
 	if err != nil {
-		return nil, nil, fmt.Errorf("update: %w", err)
+		return nil, fmt.Errorf("update: %w", err)
 	}
-	return p, timer, nil
+	return p, nil
 }
 
 // ProcessDelete deletes a process, its history and its queued timer. See
 // store.Store.
-func (s *Store) ProcessDelete(ctx context.Context, namespace, id string) error {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+func (s *executor) ProcessDelete(ctx context.Context, namespace, id string) error {
+	err := s.atomically(ctx, func(ex *executor) error {
 		var timer *string
-		err := tx.QueryRow(ctx, processDeleteSQL, namespace, id).Scan(&timer)
+		err := ex.tx.QueryRow(ctx, processDeleteSQL, namespace, id).Scan(&timer)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return job.ErrNotFound
 		}
 		if err != nil || timer == nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, processTimerCancelSQL, s.now(), *timer)
-		return err
+		id, err := uuid.Parse(*timer)
+		if err != nil {
+			return fmt.Errorf("timer_job: %w", err)
+		}
+		return ex.cancelTimer(ctx, id)
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: delete process %s/%s: %w", namespace, id, err)
@@ -220,25 +218,26 @@ func (s *Store) ProcessDelete(ctx context.Context, namespace, id string) error {
 	return nil
 }
 
-// checkTaskResult refuses what the database would store wrongly.
-func checkTaskResult(r store.ProcessTaskResult) error {
-	if r.Namespace == "" || r.ID == "" {
-		return job.Invalid("process", "namespace and id are required")
+// cancelTimer cancels, in the transaction s runs in, a process's replaced
+// timer job if it is still queued (job.Cancel). A timer job that already runs is the task doing the
+// replacing (the process's lock_key lets no other run), so it is left to
+// finish; one already gone (pruned) is nothing to cancel.
+func (s *executor) cancelTimer(ctx context.Context, id uuid.UUID) error {
+	r := &rounds{q: s.tx}
+	now := s.now()
+	cur, at, err := lockJob(ctx, r, now, id)
+	if errors.Is(err, job.ErrNotFound) {
+		return nil
 	}
-	if r.Status != store.ProcessRunning && r.Status != store.ProcessError && !r.Remove {
-		return job.Invalid("status", "unknown process status %q", r.Status)
+	if err != nil || cur.State != job.StateQueued {
+		return err
 	}
-	for name, raw := range map[string]json.RawMessage{"outcome": r.Outcome, "aux_state": r.AuxState, "metadata": r.Metadata} {
-		if len(raw) > 0 && !json.Valid(raw) {
-			return job.Invalid(name, "must be JSON")
-		}
+	t, _, err := job.Cancel(job.FactsOf(cur), at)
+	if err != nil {
+		return err
 	}
-	for i, e := range r.Events {
-		if !json.Valid(e) {
-			return job.Invalid("events", "event %d must be JSON", i)
-		}
-	}
-	return nil
+	_, err = setState(ctx, r, now, cur, t)
+	return err
 }
 
 // nullJSONArg passes raw JSON, or SQL NULL when there is none.

@@ -5,16 +5,12 @@ import _ "embed" // the queries below
 // Every statement the driver runs, one .sql file each, embedded so that a
 // missing file fails the build. Each file says what its parameters are.
 var (
-	//go:embed sql/cancel.sql
-	cancelSQL string
 	//go:embed sql/checkpoint.sql
 	checkpointSQL string
 	//go:embed sql/claim.sql
 	claimSQL string
 	//go:embed sql/feed_horizon.sql
 	feedHorizonSQL string
-	//go:embed sql/finish.sql
-	finishSQL string
 	//go:embed sql/finish_succeeded.sql
 	finishSucceededSQL string
 	//go:embed sql/heartbeat.sql
@@ -35,6 +31,10 @@ var (
 	jobListSQL string
 	//go:embed sql/job_list_oldest.sql
 	jobListOldestSQL string
+	//go:embed sql/job_lock.sql
+	jobLockSQL string
+	//go:embed sql/job_set_state.sql
+	jobSetStateSQL string
 	//go:embed sql/job_take.sql
 	jobTakeSQL string
 	//go:embed sql/key_by_prefix.sql
@@ -51,6 +51,10 @@ var (
 	leaderResignSQL string
 	//go:embed sql/listen.sql
 	listenSQL string
+	//go:embed sql/lock_expired.sql
+	lockExpiredSQL string
+	//go:embed sql/lock_held.sql
+	lockHeldSQL string
 	//go:embed sql/migrate_applied.sql
 	migrateAppliedSQL string
 	//go:embed sql/migrate_lock.sql
@@ -71,10 +75,8 @@ var (
 	queuePurgeSQL string
 	//go:embed sql/queue_set_paused.sql
 	queueSetPausedSQL string
-	//go:embed sql/rescue.sql
-	rescueSQL string
-	//go:embed sql/retry.sql
-	retrySQL string
+	//go:embed sql/set_state_if_running.sql
+	setStateIfRunningSQL string
 	//go:embed sql/wake.sql
 	wakeSQL string
 	//go:embed sql/worker_create.sql

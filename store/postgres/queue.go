@@ -13,8 +13,8 @@ import (
 
 // QueueList returns every queue that has jobs or a setting, with job
 // counts by state. See store.Store.
-func (s *Store) QueueList(ctx context.Context) ([]store.QueueInfo, error) {
-	rows, err := s.pool.Query(ctx, queueListSQL)
+func (s *executor) QueueList(ctx context.Context) ([]store.QueueInfo, error) {
+	rows, err := s.db.Query(ctx, queueListSQL)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list queues: %w", err)
 	}
@@ -45,8 +45,8 @@ func (s *Store) QueueList(ctx context.Context) ([]store.QueueInfo, error) {
 
 // QueueSetPaused pauses or resumes a queue on every node; resuming wakes
 // its workers. See store.Store.
-func (s *Store) QueueSetPaused(ctx context.Context, queue string, paused bool) error {
-	if _, err := s.pool.Exec(ctx, queueSetPausedSQL, s.now(), queue, paused); err != nil {
+func (s *executor) QueueSetPaused(ctx context.Context, queue string, paused bool) error {
+	if _, err := s.db.Exec(ctx, queueSetPausedSQL, s.now(), queue, paused); err != nil {
 		return fmt.Errorf("postgres: set queue %q paused=%t: %w", queue, paused, err)
 	}
 	return nil
@@ -59,7 +59,7 @@ const purgeBatch = 10000
 
 // QueuePurge deletes the jobs of queue that are not running, and their
 // journal, a batch per transaction. See store.Store.
-func (s *Store) QueuePurge(ctx context.Context, queue string) (int64, error) {
+func (s *executor) QueuePurge(ctx context.Context, queue string) (int64, error) {
 	n, err := s.purge(ctx, queue, purgeBatch)
 	if err != nil {
 		return n, fmt.Errorf("postgres: purge queue %q: %w", queue, err)
@@ -68,11 +68,11 @@ func (s *Store) QueuePurge(ctx context.Context, queue string) (int64, error) {
 }
 
 // purge is QueuePurge with the batch size as a parameter, for tests.
-func (s *Store) purge(ctx context.Context, queue string, batch int) (int64, error) {
+func (s *executor) purge(ctx context.Context, queue string, batch int) (int64, error) {
 	var total int64
 	for {
 		var selected, deleted int64
-		if err := s.pool.QueryRow(ctx, queuePurgeSQL, queue, batch).Scan(&selected, &deleted); err != nil {
+		if err := s.db.QueryRow(ctx, queuePurgeSQL, queue, batch).Scan(&selected, &deleted); err != nil {
 			return total, err
 		}
 		total += deleted
@@ -85,7 +85,7 @@ func (s *Store) purge(ctx context.Context, queue string, batch int) (int64, erro
 // LeaderAttempt takes or extends node's term as leader of name. See
 // store.Store.
 func (s *Store) LeaderAttempt(ctx context.Context, name, node string, ttl time.Duration) (bool, error) {
-	rows, err := s.pool.Query(ctx, leaderAttemptSQL, s.now(), name, node, ttl)
+	rows, err := s.db.Query(ctx, leaderAttemptSQL, s.now(), name, node, ttl)
 	if err != nil {
 		return false, fmt.Errorf("postgres: elect leader of %q: %w", name, err)
 	}
@@ -100,7 +100,7 @@ func (s *Store) LeaderAttempt(ctx context.Context, name, node string, ttl time.D
 
 // LeaderResign ends node's term as leader of name, if it holds it.
 func (s *Store) LeaderResign(ctx context.Context, name, node string) error {
-	if _, err := s.pool.Exec(ctx, leaderResignSQL, name, node); err != nil {
+	if _, err := s.db.Exec(ctx, leaderResignSQL, name, node); err != nil {
 		return fmt.Errorf("postgres: resign leader of %q: %w", name, err)
 	}
 	return nil

@@ -13,8 +13,8 @@ import (
 )
 
 // JobGet returns one job, or job.ErrNotFound.
-func (s *Store) JobGet(ctx context.Context, id uuid.UUID) (*job.Job, error) {
-	j, err := scanJob(s.pool.QueryRow(ctx, jobGetSQL, pgUUID(id)))
+func (s *executor) JobGet(ctx context.Context, id uuid.UUID) (*job.Job, error) {
+	j, err := scanJob(s.db.QueryRow(ctx, jobGetSQL, pgUUID(id)))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: get job %s: %w", id, notFound(err))
 	}
@@ -24,7 +24,7 @@ func (s *Store) JobGet(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 // JobList returns a page of jobs and the total count of matches, in one
 // round trip; a feed page (UpdatedSince) with the real clock reads its
 // horizon first, in one more. See store.Store.
-func (s *Store) JobList(ctx context.Context, params store.ListParams) (*store.ListResult, error) {
+func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store.ListResult, error) {
 	var states []string // nil: any state
 	for _, st := range params.States {
 		states = append(states, string(st))
@@ -63,7 +63,7 @@ func (s *Store) JobList(ctx context.Context, params store.ListParams) (*store.Li
 		}
 	}
 	res := &store.ListResult{}
-	br := s.pool.SendBatch(ctx, &batch)
+	br := s.db.SendBatch(ctx, &batch)
 	defer br.Close()
 	if err := br.QueryRow().Scan(&res.Total); err != nil {
 		return nil, fmt.Errorf("postgres: count jobs: %w", err)
@@ -94,26 +94,26 @@ func (s *Store) JobList(ctx context.Context, params store.ListParams) (*store.Li
 // feed is exact only on the real clock.
 //
 // Limits: a transaction left open on the database, by jobd or by any
-// session of its role (an idle-in-transaction client of JobInsertTx, say),
+// session of its role (an idle-in-transaction client of WithTx, say),
 // holds the feed back until it ends; a transaction of another role is not
 // seen at all without pg_read_all_stats, so jobs it writes may be missed
 // by a reader whose cursor passed them meanwhile. A backend between
 // receiving its first statement and publishing its transaction start is
 // not seen either, a window of microseconds.
-func (s *Store) feedHorizon(ctx context.Context) (*time.Time, error) {
+func (s *executor) feedHorizon(ctx context.Context) (*time.Time, error) {
 	if !s.dbClock {
 		return nil, nil
 	}
 	var h time.Time
-	if err := s.pool.QueryRow(ctx, feedHorizonSQL).Scan(&h); err != nil {
+	if err := s.db.QueryRow(ctx, feedHorizonSQL).Scan(&h); err != nil {
 		return nil, fmt.Errorf("feed horizon: %w", err)
 	}
 	return &h, nil
 }
 
 // JobEvents returns a job's journal, oldest first.
-func (s *Store) JobEvents(ctx context.Context, id uuid.UUID) ([]job.Event, error) {
-	rows, err := s.pool.Query(ctx, jobEventsSQL, pgUUID(id))
+func (s *executor) JobEvents(ctx context.Context, id uuid.UUID) ([]job.Event, error) {
+	rows, err := s.db.Query(ctx, jobEventsSQL, pgUUID(id))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: events of job %s: %w", id, err)
 	}

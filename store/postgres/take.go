@@ -10,14 +10,20 @@ import (
 	"github.com/jobd/jobd/job"
 )
 
+// staleReads bounds how often JobTake runs its statement again because a
+// concurrent write made the row it read stale (see job_take.sql). Each
+// time needs another write to the same job in between, so a few are
+// plenty.
+const staleReads = 5
+
 // JobTake deletes a finished job with its journal and returns it; a
 // queued or running job is left as it is (job.ErrWrongState). See
 // store.Store.
-func (s *Store) JobTake(ctx context.Context, id uuid.UUID) (*job.Job, error) {
+func (s *executor) JobTake(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 	for try := 0; ; try++ {
 		var taken bool
 		var r jobRow
-		err := s.pool.QueryRow(ctx, jobTakeSQL, pgUUID(id)).Scan(append([]any{&taken}, r.dest()...)...)
+		err := s.db.QueryRow(ctx, jobTakeSQL, pgUUID(id)).Scan(append([]any{&taken}, r.dest()...)...)
 		if err != nil {
 			return nil, fmt.Errorf("postgres: take job %s: %w", id, notFound(err))
 		}
@@ -42,12 +48,12 @@ func (s *Store) JobTake(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 
 // JobPruneQueue deletes old finished jobs of one queue and their journal.
 // See store.Store.
-func (s *Store) JobPruneQueue(ctx context.Context, queue string, before time.Time, limit int) (int, error) {
+func (s *executor) JobPruneQueue(ctx context.Context, queue string, before time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}
 	var n int
-	if err := s.pool.QueryRow(ctx, pruneQueueSQL, queue, before, limit).Scan(&n); err != nil {
+	if err := s.db.QueryRow(ctx, pruneQueueSQL, queue, before, limit).Scan(&n); err != nil {
 		return 0, fmt.Errorf("postgres: prune finished jobs of queue %q: %w", queue, err)
 	}
 	return n, nil

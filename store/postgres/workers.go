@@ -12,9 +12,9 @@ import (
 	"github.com/jobd/jobd/store"
 )
 
-// WorkerCreate stores a worker and its key in one transaction. See
-// store.Store.
-func (s *Store) WorkerCreate(ctx context.Context, w store.Worker, key store.APIKey) error {
+// WorkerCreate stores a worker and its key in one transaction: the
+// worker's row, then KeyCreate of its key. See store.Store.
+func (s *executor) WorkerCreate(ctx context.Context, w store.Worker, key store.APIKey) error {
 	caps := w.Capabilities
 	if caps == nil {
 		caps = []string{}
@@ -23,22 +23,17 @@ func (s *Store) WorkerCreate(ctx context.Context, w store.Worker, key store.APIK
 	if len(meta) == 0 {
 		meta = json.RawMessage(`{}`)
 	}
-	scopes := key.Scopes
-	if scopes == nil {
-		scopes = []string{}
-	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, workerCreateSQL, s.now(), w.ID, w.Name, caps, meta); err != nil {
+	key.WorkerID = w.ID
+	err := s.atomically(ctx, func(ex *executor) error {
+		_, err := ex.tx.Exec(ctx, workerCreateSQL, ex.now(), w.ID, w.Name, caps, meta)
+		if uniqueViolation(err, "jobd_workers_pkey") {
+			err = job.ErrDuplicate
+		}
+		if err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, keyCreateSQL, s.now(), key.ID, key.Name, key.Prefix, key.Hash, scopes,
-			timePtr(key.CreatedAt), nullText(w.ID))
-		return err
+		return ex.KeyCreate(ctx, key)
 	})
-	if uniqueViolation(err, "jobd_workers_pkey") || uniqueViolation(err, "jobd_api_keys_pkey") ||
-		uniqueViolation(err, "jobd_api_keys_prefix_key") {
-		return fmt.Errorf("postgres: create worker %q: %w", w.ID, job.ErrDuplicate)
-	}
 	if err != nil {
 		return fmt.Errorf("postgres: create worker %q: %w", w.ID, err)
 	}
@@ -46,8 +41,8 @@ func (s *Store) WorkerCreate(ctx context.Context, w store.Worker, key store.APIK
 }
 
 // WorkerGet returns one worker, or job.ErrNotFound.
-func (s *Store) WorkerGet(ctx context.Context, id string) (*store.Worker, error) {
-	rows, err := s.pool.Query(ctx, workerGetSQL, id)
+func (s *executor) WorkerGet(ctx context.Context, id string) (*store.Worker, error) {
+	rows, err := s.db.Query(ctx, workerGetSQL, id)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: get worker %q: %w", id, err)
 	}
@@ -59,8 +54,8 @@ func (s *Store) WorkerGet(ctx context.Context, id string) (*store.Worker, error)
 }
 
 // WorkerList returns every worker, oldest first.
-func (s *Store) WorkerList(ctx context.Context) ([]store.Worker, error) {
-	rows, err := s.pool.Query(ctx, workerListSQL)
+func (s *executor) WorkerList(ctx context.Context) ([]store.Worker, error) {
+	rows, err := s.db.Query(ctx, workerListSQL)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list workers: %w", err)
 	}
@@ -72,8 +67,8 @@ func (s *Store) WorkerList(ctx context.Context) ([]store.Worker, error) {
 }
 
 // WorkerSetDisabled disables or enables a worker.
-func (s *Store) WorkerSetDisabled(ctx context.Context, id string, disabled bool) (*store.Worker, error) {
-	tag, err := s.pool.Exec(ctx, workerSetDisabledSQL, s.now(), id, disabled)
+func (s *executor) WorkerSetDisabled(ctx context.Context, id string, disabled bool) (*store.Worker, error) {
+	tag, err := s.db.Exec(ctx, workerSetDisabledSQL, s.now(), id, disabled)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: disable worker %q: %w", id, err)
 	}
@@ -84,8 +79,8 @@ func (s *Store) WorkerSetDisabled(ctx context.Context, id string, disabled bool)
 }
 
 // WorkerDelete deletes a worker and its keys.
-func (s *Store) WorkerDelete(ctx context.Context, id string) error {
-	tag, err := s.pool.Exec(ctx, workerDeleteSQL, id)
+func (s *executor) WorkerDelete(ctx context.Context, id string) error {
+	tag, err := s.db.Exec(ctx, workerDeleteSQL, id)
 	if err != nil {
 		return fmt.Errorf("postgres: delete worker %q: %w", id, err)
 	}
@@ -96,8 +91,8 @@ func (s *Store) WorkerDelete(ctx context.Context, id string) error {
 }
 
 // WorkerSeen records a heartbeat or a claim of a worker.
-func (s *Store) WorkerSeen(ctx context.Context, id string, status store.WorkerStatus, done, failed int) error {
-	tag, err := s.pool.Exec(ctx, workerSeenSQL, s.now(), id, string(status), done, failed)
+func (s *executor) WorkerSeen(ctx context.Context, id string, status store.WorkerStatus, done, failed int) error {
+	tag, err := s.db.Exec(ctx, workerSeenSQL, s.now(), id, string(status), done, failed)
 	if err != nil {
 		return fmt.Errorf("postgres: worker %q heartbeat: %w", id, err)
 	}
@@ -108,8 +103,8 @@ func (s *Store) WorkerSeen(ctx context.Context, id string, status store.WorkerSt
 }
 
 // WorkerMarkOffline marks offline the workers silent since cutoff.
-func (s *Store) WorkerMarkOffline(ctx context.Context, cutoff time.Time) (int, error) {
-	tag, err := s.pool.Exec(ctx, workerMarkOfflineSQL, s.now(), cutoff)
+func (s *executor) WorkerMarkOffline(ctx context.Context, cutoff time.Time) (int, error) {
+	tag, err := s.db.Exec(ctx, workerMarkOfflineSQL, s.now(), cutoff)
 	if err != nil {
 		return 0, fmt.Errorf("postgres: mark workers offline: %w", err)
 	}

@@ -16,40 +16,26 @@ import (
 
 // JobCancel cancels a queued job at once or asks a running one to stop;
 // job.ErrWrongState when the job is already final. Cancelling a running
-// job whose cancel was already requested returns it unchanged.
-func (s *Store) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error) {
-	var j *job.Job
-	requested := false // this call asked a running job to stop
+// job whose cancel was already requested returns it unchanged. The write
+// transaction reads the row, decides (job.Cancel) and applies.
+func (s *executor) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error) {
+	var (
+		j         *job.Job
+		requested bool // this call asked a running job to stop
+	)
 	err := s.jobsTx(ctx, func(tx *jobWrite) error {
-		requested = false
 		cur, err := scanJob(tx.QueryRowContext(ctx, jobGetSQL, id.String()))
 		if err != nil {
 			return err
 		}
-		var (
-			query string
-			kind  job.EventKind
-		)
-		switch {
-		case cur.State == job.StateQueued:
-			query, kind = cancelQueuedSQL, job.EventCanceled
-		case cur.State == job.StateRunning && cur.CancelRequested:
+		t, write, err := job.Cancel(job.FactsOf(cur), fromMicro(tx.now))
+		if err != nil || !write {
 			j = cur
-			return nil
-		case cur.State == job.StateRunning:
-			query, kind = cancelRunningSQL, job.EventCancelRequested
-			requested = true
-		default:
-			return fmt.Errorf("job is %s: %w", cur.State, job.ErrWrongState)
-		}
-		j, err = scanJob(tx.QueryRowContext(ctx, query,
-			sql.Named("id", id.String()), sql.Named("now", tx.now), sql.Named("stamp", tx.stamp)))
-		if err != nil {
 			return err
 		}
-		journal := newJournal(tx.now)
-		journal.add(j.ID, kind, j.Attempt, "")
-		return journal.flush(ctx, tx.Tx)
+		j, err = setState(ctx, tx, cur, t)
+		requested = t.RequestsCancel()
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: cancel job %s: %w", id, err)
@@ -57,23 +43,29 @@ func (s *Store) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 	if requested {
 		// After the commit, so that the holder's engine, whatever it does
 		// next, sees the request in the database too.
-		s.hub.Send(store.Notification{CancelJob: id})
+		s.afterCommit(func() { s.hub.Send(store.Notification{CancelJob: id}) })
 	}
 	return j, nil
 }
 
 // JobRetry puts a failed or canceled job back to queued, attempts reset
 // and due now; job.ErrWrongState from another state, job.ErrDuplicate
-// when a queued or running twin holds its args hash.
-func (s *Store) JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error) {
-	var j *job.Job
+// when a queued or running twin holds its args hash. The write
+// transaction reads the row, decides (job.Retry) and applies.
+func (s *executor) JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error) {
+	var (
+		j    *job.Job
+		wake *wakeups
+	)
 	err := s.jobsTx(ctx, func(tx *jobWrite) error {
+		wake = newWakeups(tx.now)
 		cur, err := scanJob(tx.QueryRowContext(ctx, jobGetSQL, id.String()))
 		if err != nil {
 			return err
 		}
-		if cur.State != job.StateFailed && cur.State != job.StateCanceled {
-			return fmt.Errorf("job is %s: %w", cur.State, job.ErrWrongState)
+		t, err := job.Retry(job.FactsOf(cur), fromMicro(tx.now))
+		if err != nil {
+			return err
 		}
 		if cur.ArgsHash != "" {
 			twin, err := scanJob(tx.QueryRowContext(ctx, jobActiveTwinSQL, cur.ArgsHash))
@@ -84,70 +76,84 @@ func (s *Store) JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 				return err
 			}
 		}
-		j, err = scanJob(tx.QueryRowContext(ctx, retrySQL,
-			sql.Named("id", id.String()), sql.Named("now", tx.now), sql.Named("stamp", tx.stamp)))
-		if err != nil {
+		if j, err = setState(ctx, tx, cur, t); err != nil {
 			return err
 		}
-		journal := newJournal(tx.now)
-		journal.add(j.ID, job.EventManualRetry, j.Attempt, "")
-		return journal.flush(ctx, tx.Tx)
+		wake.add(j.Queue, j.RunAt.UnixMicro())
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: retry job %s: %w", id, err)
 	}
-	s.wakeQueue(j.Queue)
+	s.send(wake)
 	return j, nil
 }
 
+// setState applies an operator's transition t of cur, read in this write
+// transaction, fenced by the state and lease token cur has, journals it
+// and returns the job as it now is.
+func setState(ctx context.Context, tx *jobWrite, cur *job.Job, t job.Transition) (*job.Job, error) {
+	var runAt, finishedAt, token any
+	if !t.RunAt.IsZero() {
+		runAt = t.RunAt.UnixMicro()
+	}
+	if t.FinishedAt != nil {
+		finishedAt = t.FinishedAt.UnixMicro()
+	}
+	if cur.LeaseToken != uuid.Nil {
+		token = cur.LeaseToken.String()
+	}
+	j, err := scanJob(tx.QueryRowContext(ctx, jobSetStateSQL,
+		sql.Named("id", cur.ID.String()),
+		sql.Named("from", string(t.From)),
+		sql.Named("token", token),
+		sql.Named("state", string(t.State)),
+		sql.Named("run_at", runAt),
+		sql.Named("attempt", t.Attempt),
+		sql.Named("cancel_requested", t.CancelRequested),
+		sql.Named("finished_at", finishedAt),
+		sql.Named("stamp", tx.stamp),
+	))
+	if errors.Is(err, job.ErrNotFound) {
+		// The write lock is held since the read: the fence cannot fail but
+		// by a bug.
+		return nil, fmt.Errorf("job %s changed under the write lock", cur.ID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	journal := newJournal(tx.now)
+	journal.add(j.ID, t.Event.Kind, t.Event.Attempt, t.Event.Detail)
+	return j, journal.flush(ctx, tx.Tx)
+}
+
 // JobRescue returns up to limit running jobs whose lease expired (at or
-// before now) to queued, or fails them when they used all their attempts;
-// a job whose cancel was requested ends canceled, since it must not run
-// again.
-func (s *Store) JobRescue(ctx context.Context, limit int) (int, error) {
+// before now) to queued, or ends them failed or canceled: the write
+// transaction reads their facts, decides (store.DecideRescue) and applies
+// the decisions in one statement.
+func (s *executor) JobRescue(ctx context.Context, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}
-	var wake *wakeups
-	var n int
+	var (
+		wake *wakeups
+		n    int
+	)
 	err := s.jobsTx(ctx, func(tx *jobWrite) error {
-		now := tx.now
-		wake = newWakeups(now)
-		rows, err := tx.QueryContext(ctx, rescueSQL,
-			sql.Named("now", now), sql.Named("stamp", tx.stamp), sql.Named("limit", limit))
+		wake = newWakeups(tx.now)
+		held, err := lockHeld(ctx, tx, lockExpiredSQL, sql.Named("now", tx.now), sql.Named("limit", limit))
+		if err != nil || len(held) == 0 {
+			return err
+		}
+		decided, err := store.DecideRescue(held, fromMicro(tx.now))
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		journal := newJournal(now)
-		for rows.Next() {
-			var (
-				id, queue, state string
-				attempt          int
-			)
-			if err := rows.Scan(&id, &queue, &state, &attempt); err != nil {
-				return err
-			}
-			uid, err := uuid.Parse(id)
-			if err != nil {
-				return fmt.Errorf("job id %q: %w", id, err)
-			}
-			kind := job.EventRescued
-			switch job.State(state) {
-			case job.StateFailed:
-				kind = job.EventFailed
-			case job.StateCanceled:
-				kind = job.EventCanceled
-			default:
-				wake.add(queue, now)
-			}
-			journal.add(uid, kind, attempt, "lease expired")
-			n++
-		}
-		if err := rows.Err(); err != nil {
+		journal := newJournal(tx.now)
+		if err := setStateIfRunning(ctx, tx, journal, wake, decided); err != nil {
 			return err
 		}
-		rows.Close() // before the next statement on this connection
+		n = len(decided)
 		return journal.flush(ctx, tx.Tx)
 	})
 	if err != nil {
@@ -159,7 +165,7 @@ func (s *Store) JobRescue(ctx context.Context, limit int) (int, error) {
 
 // JobPrune deletes up to limit finished jobs whose finished_at is before
 // before, oldest first, and their events.
-func (s *Store) JobPrune(ctx context.Context, before time.Time, limit int) (int, error) {
+func (s *executor) JobPrune(ctx context.Context, before time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}

@@ -18,7 +18,7 @@ import (
 // transaction. SQLite has one writer at a time, so two claimers can never
 // take the same job; the lock index makes a second running job of one
 // lock_key impossible even so.
-func (s *Store) JobClaim(ctx context.Context, params store.ClaimParams) ([]*job.Job, error) {
+func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*job.Job, error) {
 	if params.Max <= 0 {
 		return nil, nil
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -13,67 +12,36 @@ import (
 	"github.com/jobd/jobd/store"
 )
 
-// finishSQL is the statement of each outcome.
-var finishSQL = map[store.OutcomeStatus]*string{
-	store.OutcomeSucceeded: &finishSucceededSQL,
-	store.OutcomeFailed:    &finishFailedSQL,
-	store.OutcomeCanceled:  &finishCanceledSQL,
-	store.OutcomeReleased:  &finishReleasedSQL,
-}
-
 // JobFinish applies the lease holders' outcomes in one transaction, each
-// fenced by its token. Outcomes are checked first: one with an unknown
-// status or a result that is not JSON fails the call and writes nothing.
-// A batch of successes of distinct jobs, the hot path, is one statement;
-// any other batch is applied outcome by outcome, in order, so that of two
-// outcomes for one lease the first wins.
-func (s *Store) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]store.FinishResult, error) {
+// fenced by its token. Outcomes are checked first (store.CheckOutcomes):
+// one with an unknown status or a result that is not JSON fails the call
+// and writes nothing. A batch of successes of distinct jobs, the hot
+// path, is one statement that reads nothing first; any other batch reads
+// the facts of the jobs still held, decides in Go (store.DecideFinish:
+// of two outcomes for one lease the first wins) and applies the decisions
+// in one statement.
+func (s *executor) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]store.FinishResult, error) {
 	if len(outcomes) == 0 {
 		return nil, nil
 	}
-	for i, o := range outcomes {
-		if _, ok := finishSQL[o.Status]; !ok {
-			return nil, job.Invalid("status", "outcome %d: unknown status %q", i, o.Status)
-		}
-		if err := checkJSON("result", o.Result); err != nil {
-			return nil, err
-		}
+	if err := store.CheckOutcomes(outcomes); err != nil {
+		return nil, err
 	}
-
-	var wake *wakeups
-	results := make([]store.FinishResult, len(outcomes))
+	var (
+		wake    *wakeups
+		results []store.FinishResult
+	)
 	err := s.jobsTx(ctx, func(tx *jobWrite) error {
 		wake = newWakeups(tx.now)
 		journal := newJournal(tx.now)
-		if successesOnce(outcomes) {
-			if err := finishSuccesses(ctx, tx, journal, outcomes, results); err != nil {
-				return err
-			}
-			return journal.flush(ctx, tx.Tx)
+		var err error
+		if store.SucceededOnce(outcomes) {
+			results, err = finishSucceeded(ctx, tx, journal, outcomes)
+		} else {
+			results, err = finish(ctx, tx, journal, wake, outcomes)
 		}
-		stmts := make(map[store.OutcomeStatus]*sql.Stmt)
-		defer func() {
-			for _, st := range stmts {
-				st.Close()
-			}
-		}()
-		for i, o := range outcomes {
-			stmt, ok := stmts[o.Status]
-			if !ok {
-				var err error
-				if stmt, err = tx.PrepareContext(ctx, *finishSQL[o.Status]); err != nil {
-					return fmt.Errorf("prepare %s: %w", o.Status, err)
-				}
-				stmts[o.Status] = stmt
-			}
-			res, err := finishOne(ctx, stmt, journal, o, tx)
-			if err != nil {
-				return err
-			}
-			results[i] = res.FinishResult
-			if res.State == job.StateQueued {
-				wake.add(res.queue, res.runAt)
-			}
+		if err != nil {
+			return err
 		}
 		return journal.flush(ctx, tx.Tx)
 	})
@@ -84,78 +52,10 @@ func (s *Store) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]stor
 	return results, nil
 }
 
-type finished struct {
-	store.FinishResult
-	queue string
-	runAt int64
-}
-
-// finishOne applies one outcome, with the times of tx, and journals the
-// transition it made.
-func finishOne(ctx context.Context, stmt *sql.Stmt, journal *journal, o store.Outcome, tx *jobWrite) (finished, error) {
-	var (
-		f       finished
-		state   string
-		attempt int
-	)
-	err := stmt.QueryRowContext(ctx,
-		sql.Named("id", o.ID.String()),
-		sql.Named("token", o.Token.String()),
-		sql.Named("now", tx.now),
-		sql.Named("stamp", tx.stamp),
-		sql.Named("result", nullJSON(o.Result)),
-		sql.Named("error", o.Error),
-		sql.Named("retryable", o.Retryable),
-		sql.Named("retry_at", tx.now+max(o.RetryDelay, 0).Microseconds()),
-	).Scan(&f.queue, &state, &f.runAt, &attempt)
-	if errors.Is(err, sql.ErrNoRows) {
-		f.Lost = true
-		return f, nil
-	}
-	if err != nil {
-		return f, fmt.Errorf("finish job %s: %w", o.ID, err)
-	}
-	f.State = job.State(state)
-
-	var (
-		kind   job.EventKind
-		detail string
-	)
-	switch {
-	case f.State == job.StateSucceeded:
-		kind = job.EventSucceeded
-	case f.State == job.StateFailed:
-		kind, detail = job.EventFailed, o.Error
-	case f.State == job.StateCanceled:
-		kind, detail = job.EventCanceled, o.Error
-	case o.Status == store.OutcomeReleased:
-		// The event names the attempt given back, not the counter's new value.
-		kind, attempt = job.EventRequeued, attempt+1
-		f.RunAt = fromMicro(f.runAt)
-	default:
-		kind, detail = job.EventRetried, o.Error
-		f.RunAt = fromMicro(f.runAt)
-	}
-	journal.add(o.ID, kind, attempt, detail)
-	return f, nil
-}
-
-// successesOnce reports whether outcomes is the hot path: successes only,
-// each job once, which one statement can apply.
-func successesOnce(outcomes []store.Outcome) bool {
-	seen := make(map[uuid.UUID]bool, len(outcomes))
-	for _, o := range outcomes {
-		if o.Status != store.OutcomeSucceeded || seen[o.ID] {
-			return false
-		}
-		seen[o.ID] = true
-	}
-	return true
-}
-
-// finishSuccesses applies a batch of successes of distinct jobs in one
-// statement, filling results and journaling in the outcomes' order.
-func finishSuccesses(ctx context.Context, tx *jobWrite, journal *journal, outcomes []store.Outcome, results []store.FinishResult) error {
+// finishSucceeded applies a batch of successes of distinct jobs in one
+// statement, with the state and journal kind job.Finish decides for every
+// success (job.SucceededState), and journals them in the outcomes' order.
+func finishSucceeded(ctx context.Context, tx *jobWrite, journal *journal, outcomes []store.Outcome) ([]store.FinishResult, error) {
 	type success struct {
 		ID     string  `json:"id"`
 		Token  string  `json:"token"`
@@ -163,6 +63,7 @@ func finishSuccesses(ctx context.Context, tx *jobWrite, journal *journal, outcom
 	}
 	batch := make([]success, len(outcomes))
 	index := make(map[string]int, len(outcomes))
+	results := make([]store.FinishResult, len(outcomes))
 	for i, o := range outcomes {
 		batch[i] = success{ID: o.ID.String(), Token: o.Token.String()}
 		if len(o.Result) > 0 {
@@ -174,12 +75,12 @@ func finishSuccesses(ctx context.Context, tx *jobWrite, journal *journal, outcom
 	}
 	body, err := json.Marshal(batch)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	rows, err := tx.QueryContext(ctx, finishSucceededBatchSQL,
-		sql.Named("batch", string(body)), sql.Named("now", tx.now), sql.Named("stamp", tx.stamp))
+	rows, err := tx.QueryContext(ctx, finishSucceededBatchSQL, sql.Named("batch", string(body)),
+		sql.Named("state", string(job.SucceededState)), sql.Named("now", tx.now), sql.Named("stamp", tx.stamp))
 	if err != nil {
-		return fmt.Errorf("finish successes: %w", err)
+		return nil, fmt.Errorf("finish successes: %w", err)
 	}
 	defer rows.Close()
 	attempts := make([]int, len(outcomes))
@@ -189,21 +90,136 @@ func finishSuccesses(ctx context.Context, tx *jobWrite, journal *journal, outcom
 			attempt int
 		)
 		if err := rows.Scan(&id, &attempt); err != nil {
-			return fmt.Errorf("finish successes: %w", err)
+			return nil, fmt.Errorf("finish successes: %w", err)
 		}
 		i, ok := index[id]
 		if !ok {
-			return fmt.Errorf("finish successes: job %s was not in the batch", id)
+			return nil, fmt.Errorf("finish successes: job %s was not in the batch", id)
 		}
-		results[i] = store.FinishResult{State: job.StateSucceeded}
+		results[i] = store.FinishResult{State: job.SucceededState}
 		attempts[i] = attempt
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("finish successes: %w", err)
+		return nil, fmt.Errorf("finish successes: %w", err)
 	}
 	for i, o := range outcomes {
 		if !results[i].Lost {
-			journal.add(o.ID, job.EventSucceeded, attempts[i], "")
+			journal.add(o.ID, job.SucceededEvent, attempts[i], "")
+		}
+	}
+	return results, nil
+}
+
+// finish is the general path of JobFinish: read the facts of the jobs
+// still held, decide, apply.
+func finish(ctx context.Context, tx *jobWrite, journal *journal, wake *wakeups, outcomes []store.Outcome) ([]store.FinishResult, error) {
+	type lease struct {
+		ID    string `json:"id"`
+		Token string `json:"token"`
+	}
+	leases := make([]lease, len(outcomes))
+	for i, o := range outcomes {
+		leases[i] = lease{ID: o.ID.String(), Token: o.Token.String()}
+	}
+	body, err := json.Marshal(leases)
+	if err != nil {
+		return nil, err
+	}
+	held, err := lockHeld(ctx, tx, lockHeldSQL, sql.Named("leases", string(body)))
+	if err != nil {
+		return nil, fmt.Errorf("read held leases: %w", err)
+	}
+	byLease := make(map[store.Lease]store.Held, len(held))
+	for _, h := range held {
+		byLease[h.Lease] = h
+	}
+	decided, results, err := store.DecideFinish(outcomes, byLease, fromMicro(tx.now))
+	if err != nil {
+		return nil, err
+	}
+	return results, setStateIfRunning(ctx, tx, journal, wake, decided)
+}
+
+// lockHeld runs query, lock_held.sql or lock_expired.sql, which reads the
+// facts of running jobs inside the write transaction.
+func lockHeld(ctx context.Context, tx *jobWrite, query string, args ...any) ([]store.Held, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var held []store.Held
+	for rows.Next() {
+		var (
+			id, token string
+			h         = store.Held{Facts: job.Facts{State: job.StateRunning}} // the statement's fence
+		)
+		if err := rows.Scan(&id, &token, &h.Queue, &h.Attempt, &h.MaxAttempts, &h.CancelRequested); err != nil {
+			return nil, err
+		}
+		if h.ID, err = uuid.Parse(id); err != nil {
+			return nil, fmt.Errorf("job id %q: %w", id, err)
+		}
+		if h.Token, err = uuid.Parse(token); err != nil {
+			return nil, fmt.Errorf("lease token of job %s: %w", id, err)
+		}
+		held = append(held, h)
+	}
+	return held, rows.Err()
+}
+
+// setStateIfRunning applies decided transitions out of running, each
+// fenced by state running and its lease token, in one statement
+// (set_state_if_running.sql), journals them and notes the wake-ups they
+// call for. The transaction holds the write lock since it read the facts,
+// so every one applies; one that did not would be a bug, and fails the
+// transaction.
+func setStateIfRunning(ctx context.Context, tx *jobWrite, journal *journal, wake *wakeups, decided []store.Decided) error {
+	if len(decided) == 0 {
+		return nil
+	}
+	type change struct {
+		ID         string  `json:"id"`
+		Token      string  `json:"token"`
+		State      string  `json:"state"`
+		RunAt      *int64  `json:"run_at,omitempty"`
+		Attempt    int     `json:"attempt"`
+		FinishedAt *int64  `json:"finished_at,omitempty"`
+		Result     *string `json:"result,omitempty"`
+		LastError  *string `json:"last_error,omitempty"`
+	}
+	batch := make([]change, len(decided))
+	for i, d := range decided {
+		c := change{ID: d.ID.String(), Token: d.Token.String(), State: string(d.State), Attempt: d.Attempt, LastError: d.LastError}
+		if !d.RunAt.IsZero() {
+			at := d.RunAt.UnixMicro()
+			c.RunAt = &at
+		}
+		if d.FinishedAt != nil {
+			at := d.FinishedAt.UnixMicro()
+			c.FinishedAt = &at
+		}
+		if len(d.Result) > 0 {
+			r := string(d.Result)
+			c.Result = &r
+		}
+		batch[i] = c
+	}
+	body, err := json.Marshal(batch)
+	if err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, setStateIfRunningSQL, sql.Named("batch", string(body)), sql.Named("stamp", tx.stamp))
+	if err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != int64(len(decided)) {
+		return fmt.Errorf("apply: %d of %d held jobs changed (%v)", n, len(decided), err)
+	}
+	for _, d := range decided {
+		journal.add(d.ID, d.Event.Kind, d.Event.Attempt, d.Event.Detail)
+		if d.State == job.StateQueued {
+			wake.add(d.Queue, d.RunAt.UnixMicro())
 		}
 	}
 	return nil

@@ -17,7 +17,7 @@ import (
 // (with Unique "active") belongs to a queued or running job, yields that
 // job with Created false. This also holds within the batch: the rows are
 // inserted in order, so a later params finds an earlier one.
-func (s *Store) JobInsertMany(ctx context.Context, params []job.InsertParams) ([]store.InsertResult, error) {
+func (s *executor) JobInsertMany(ctx context.Context, params []job.InsertParams) ([]store.InsertResult, error) {
 	if len(params) == 0 {
 		return nil, nil
 	}

@@ -50,8 +50,12 @@ func (j *journal) flush(ctx context.Context, tx *sql.Tx) error {
 
 // JobEvents returns a job's journal, oldest first; an unknown job has
 // none.
-func (s *Store) JobEvents(ctx context.Context, id uuid.UUID) ([]job.Event, error) {
-	rows, err := s.r.QueryContext(ctx, jobEventsSQL, id.String())
+func (s *executor) JobEvents(ctx context.Context, id uuid.UUID) ([]job.Event, error) {
+	q, err := s.reader(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: events of job %s: %w", id, err)
+	}
+	rows, err := q.QueryContext(ctx, jobEventsSQL, id.String())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: events of job %s: %w", id, err)
 	}

@@ -16,9 +16,9 @@ import (
 
 // KeyCreate stores an API key record; job.ErrDuplicate when its id or
 // prefix is taken. A zero CreatedAt is now.
-func (s *Store) KeyCreate(ctx context.Context, key store.APIKey) error {
-	if key.ID == "" || key.Prefix == "" || len(key.Hash) == 0 {
-		return job.Invalid("api_key", "id, prefix and hash are required")
+func (s *executor) KeyCreate(ctx context.Context, key store.APIKey) error {
+	if err := store.CheckKey(key); err != nil {
+		return err
 	}
 	scopes := key.Scopes
 	if scopes == nil {
@@ -54,8 +54,12 @@ func (s *Store) KeyCreate(ctx context.Context, key store.APIKey) error {
 }
 
 // KeyList returns every API key record, oldest first.
-func (s *Store) KeyList(ctx context.Context) ([]store.APIKey, error) {
-	rows, err := s.r.QueryContext(ctx, keyListSQL)
+func (s *executor) KeyList(ctx context.Context) ([]store.APIKey, error) {
+	q, err := s.reader(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list keys: %w", err)
+	}
+	rows, err := q.QueryContext(ctx, keyListSQL)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list keys: %w", err)
 	}
@@ -76,8 +80,12 @@ func (s *Store) KeyList(ctx context.Context) ([]store.APIKey, error) {
 
 // KeyByPrefix returns the key whose public prefix is prefix, or
 // job.ErrNotFound.
-func (s *Store) KeyByPrefix(ctx context.Context, prefix string) (*store.APIKey, error) {
-	k, err := scanKey(s.r.QueryRowContext(ctx, keyByPrefixSQL, prefix))
+func (s *executor) KeyByPrefix(ctx context.Context, prefix string) (*store.APIKey, error) {
+	q, err := s.reader(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: key by prefix: %w", err)
+	}
+	k, err := scanKey(q.QueryRowContext(ctx, keyByPrefixSQL, prefix))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: key by prefix: %w", err)
 	}
@@ -85,7 +93,7 @@ func (s *Store) KeyByPrefix(ctx context.Context, prefix string) (*store.APIKey, 
 }
 
 // KeyRevoke deletes a key; job.ErrNotFound when there is none.
-func (s *Store) KeyRevoke(ctx context.Context, id string) error {
+func (s *executor) KeyRevoke(ctx context.Context, id string) error {
 	var n int64
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, keyRevokeSQL, id)

@@ -15,7 +15,7 @@ import (
 // reports for each whether it is held and whether cancel was requested.
 // The owner is not checked: the token is the fence. updated_at does not
 // move.
-func (s *Store) JobHeartbeat(ctx context.Context, owner string, leases []store.Lease) ([]store.HeartbeatResult, error) {
+func (s *executor) JobHeartbeat(ctx context.Context, owner string, leases []store.Lease) ([]store.HeartbeatResult, error) {
 	if len(leases) == 0 {
 		return nil, nil
 	}
@@ -53,8 +53,8 @@ func (s *Store) JobHeartbeat(ctx context.Context, owner string, leases []store.L
 
 // JobSetProgress stores progress and extends the lease, fenced by the
 // token; job.ErrLeaseLost when the lease is not held.
-func (s *Store) JobSetProgress(ctx context.Context, lease store.Lease, progress job.Progress) (bool, error) {
-	if err := checkJSON("progress.items", progress.Items); err != nil {
+func (s *executor) JobSetProgress(ctx context.Context, lease store.Lease, progress job.Progress) (bool, error) {
+	if err := store.CheckProgress(progress); err != nil {
 		return false, err
 	}
 	body, err := json.Marshal(progress)
@@ -82,8 +82,8 @@ func (s *Store) JobSetProgress(ctx context.Context, lease store.Lease, progress 
 
 // JobSetCheckpoint stores the checkpoint and extends the lease, fenced by
 // the token; job.ErrLeaseLost when the lease is not held.
-func (s *Store) JobSetCheckpoint(ctx context.Context, lease store.Lease, checkpoint json.RawMessage) error {
-	if err := checkJSON("checkpoint", checkpoint); err != nil {
+func (s *executor) JobSetCheckpoint(ctx context.Context, lease store.Lease, checkpoint json.RawMessage) error {
+	if err := store.CheckCheckpoint(checkpoint); err != nil {
 		return err
 	}
 	var n int64

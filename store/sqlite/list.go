@@ -13,8 +13,12 @@ import (
 )
 
 // JobGet returns one job, or job.ErrNotFound.
-func (s *Store) JobGet(ctx context.Context, id uuid.UUID) (*job.Job, error) {
-	j, err := scanJob(s.r.QueryRowContext(ctx, jobGetSQL, id.String()))
+func (s *executor) JobGet(ctx context.Context, id uuid.UUID) (*job.Job, error) {
+	q, err := s.reader(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get job %s: %w", id, err)
+	}
+	j, err := scanJob(q.QueryRowContext(ctx, jobGetSQL, id.String()))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: get job %s: %w", id, err)
 	}
@@ -30,7 +34,7 @@ const noCursor = "~"
 // exact without more: write transactions stamp updated_at strictly
 // increasing in commit order (see jobWrite), so nothing can commit behind
 // the last row of a snapshot.
-func (s *Store) JobList(ctx context.Context, params store.ListParams) (*store.ListResult, error) {
+func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store.ListResult, error) {
 	if params.Limit < 0 {
 		return nil, job.Invalid("limit", "must be >= 0, got %d", params.Limit)
 	}

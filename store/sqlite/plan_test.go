@@ -7,7 +7,9 @@ import (
 )
 
 // TestQueryPlans checks that the hot queries search their partial index
-// rather than scan the table, and that the claim needs no sort.
+// rather than scan the table, that the claim needs no sort, and that the
+// batched writes (and the read of the facts a decision needs) find each
+// job by primary key.
 func TestQueryPlans(t *testing.T) {
 	s := openTemp(t, nil)
 	args := []any{
@@ -19,6 +21,7 @@ func TestQueryPlans(t *testing.T) {
 		sql.Named("batch", "[]"), sql.Named("owner", ""),
 		sql.Named("caps", "[]"), sql.Named("worker", nil), sql.Named("window", int64(0)),
 		sql.Named("after", 0), sql.Named("after_priority", nil), sql.Named("after_run_at", nil),
+		sql.Named("leases", "[]"), sql.Named("state", "succeeded"),
 	}
 	for _, tc := range []struct {
 		name, query string
@@ -26,7 +29,10 @@ func TestQueryPlans(t *testing.T) {
 	}{
 		{"claim", claimCandidatesSQL, []string{"USING INDEX jobd_jobs_claim_idx", "USING COVERING INDEX jobd_jobs_lock_idx"}},
 		{"claim batch", claimJobsSQL, []string{"SEARCH jobd_jobs USING INDEX sqlite_autoindex_jobd_jobs_1 (id=?)"}},
-		{"rescue", rescueSQL, []string{"USING INDEX jobd_jobs_lease_idx"}},
+		{"finish successes", finishSucceededBatchSQL, []string{"SEARCH jobd_jobs USING INDEX sqlite_autoindex_jobd_jobs_1 (id=?)"}},
+		{"held leases", lockHeldSQL, []string{"SEARCH j USING INDEX sqlite_autoindex_jobd_jobs_1 (id=?)"}},
+		{"apply decisions", setStateIfRunningSQL, []string{"SEARCH jobd_jobs USING INDEX sqlite_autoindex_jobd_jobs_1 (id=?)"}},
+		{"expired leases", lockExpiredSQL, []string{"USING INDEX jobd_jobs_lease_idx"}},
 		{"prune", pruneJobsSQL, []string{"USING INDEX jobd_jobs_finished_idx"}},
 		{"feed", jobListFeedSQL, []string{"USING INDEX jobd_jobs_updated_idx"}},
 	} {

@@ -36,12 +36,10 @@ var (
 	processDeleteSQL string
 	//go:embed sql/process_events_delete.sql
 	processEventsDeleteSQL string
-	//go:embed sql/process_timer_cancel.sql
-	processTimerCancelSQL string
 )
 
 // ProcessGet returns a process and a page of its history. See store.Store.
-func (s *Store) ProcessGet(ctx context.Context, namespace, id string, page store.HistoryPage) (*store.Process, error) {
+func (s *executor) ProcessGet(ctx context.Context, namespace, id string, page store.HistoryPage) (*store.Process, error) {
 	var p *store.Process
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -83,7 +81,7 @@ func (s *Store) ProcessGet(ctx context.Context, namespace, id string, page store
 }
 
 // ProcessList returns a page of a namespace's processes. See store.Store.
-func (s *Store) ProcessList(ctx context.Context, params store.ProcessListParams) ([]store.Process, int64, error) {
+func (s *executor) ProcessList(ctx context.Context, params store.ProcessListParams) ([]store.Process, int64, error) {
 	var (
 		out   []store.Process
 		total int64
@@ -119,28 +117,30 @@ func (s *Store) ProcessList(ctx context.Context, params store.ProcessListParams)
 
 // ProcessTaskFinish applies a task's result in one transaction fenced by
 // its lease. See store.Store.
-func (s *Store) ProcessTaskFinish(ctx context.Context, r store.ProcessTaskResult) (*store.Process, error) {
-	if err := checkTaskResult(r); err != nil {
+func (s *executor) ProcessTaskFinish(ctx context.Context, r store.ProcessTaskResult) (*store.Process, error) {
+	if err := store.CheckTaskResult(r); err != nil {
 		return nil, err
 	}
-	var (
-		p    *store.Process
-		wake *wakeups
-	)
-	err := s.jobsTx(ctx, func(tx *jobWrite) error {
-		wake = newWakeups(tx.now)
+	var p *store.Process
+	err := s.atomically(ctx, func(ex *executor) error {
 		var err error
-		p, err = s.processTaskFinish(ctx, tx, wake, r)
+		p, err = ex.processTaskFinish(ctx, r)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: finish task of process %s/%s: %w", r.Namespace, r.ID, err)
 	}
-	s.send(wake)
 	return p, nil
 }
 
-func (s *Store) processTaskFinish(ctx context.Context, tx *jobWrite, wake *wakeups, r store.ProcessTaskResult) (*store.Process, error) {
+// processTaskFinish is ProcessTaskFinish in the transaction s runs in: a
+// composition of the fence (the task's checkpoint), the process's row and
+// history, and the timer's jobs (JobInsertMany, cancelTimer).
+func (s *executor) processTaskFinish(ctx context.Context, r store.ProcessTaskResult) (*store.Process, error) {
+	tx, err := s.jobWrite(ctx)
+	if err != nil {
+		return nil, err
+	}
 	res, err := tx.ExecContext(ctx, leaseCheckpointSQL,
 		sql.Named("id", r.Lease.ID.String()),
 		sql.Named("token", r.Lease.Token.String()),
@@ -171,10 +171,9 @@ func (s *Store) processTaskFinish(ctx context.Context, tx *jobWrite, wake *wakeu
 	if err != nil {
 		return nil, err
 	}
-	journal := newJournal(tx.now)
 	cancelOld := r.Remove || r.UnsetTimer || r.SetTimer != nil || r.Status == store.ProcessError
 	if cancelOld && p.TimerJob != uuid.Nil {
-		if err := cancelTimer(ctx, tx, journal, p.TimerJob); err != nil {
+		if err := cancelTimer(ctx, tx, p.TimerJob); err != nil {
 			return nil, err
 		}
 		p.TimerJob, p.TimerAt = uuid.Nil, nil
@@ -186,15 +185,14 @@ func (s *Store) processTaskFinish(ctx context.Context, tx *jobWrite, wake *wakeu
 		if _, err := tx.ExecContext(ctx, processEventsDeleteSQL, key...); err != nil {
 			return nil, fmt.Errorf("remove: %w", err)
 		}
-		return nil, journal.flush(ctx, tx.Tx)
+		return nil, nil
 	}
 	if r.SetTimer != nil && r.Status != store.ProcessError {
-		t, err := s.insertTimer(ctx, tx, *r.SetTimer)
+		res, err := s.JobInsertMany(ctx, []job.InsertParams{*r.SetTimer})
 		if err != nil {
 			return nil, fmt.Errorf("set timer: %w", err)
 		}
-		journal.add(t.ID, job.EventQueued, t.Attempt, "")
-		wake.add(t.Queue, t.RunAt.UnixMicro())
+		t := res[0].Job
 		p.TimerJob, p.TimerAt = t.ID, &t.RunAt
 	}
 	for i, e := range r.Events {
@@ -222,61 +220,32 @@ func (s *Store) processTaskFinish(ctx context.Context, tx *jobWrite, wake *wakeu
 	if err != nil {
 		return nil, fmt.Errorf("update: %w", err)
 	}
-	return p, journal.flush(ctx, tx.Tx)
+	return p, nil
 }
 
-// insertTimer creates a timer's job inside tx, as JobInsertMany would.
-func (s *Store) insertTimer(ctx context.Context, tx *jobWrite, p job.InsertParams) (*job.Job, error) {
-	hash, err := p.Normalize(s.maxArgs)
-	if err != nil {
-		return nil, err
-	}
-	id, err := uuid.NewV7()
-	if err != nil {
-		return nil, err
-	}
-	runAt := tx.now
-	if !p.RunAt.IsZero() {
-		runAt = p.RunAt.UnixMicro()
-	}
-	return scanJob(tx.QueryRowContext(ctx, jobInsertSQL,
-		sql.Named("id", id.String()),
-		sql.Named("queue", p.Queue),
-		sql.Named("kind", p.Kind),
-		sql.Named("args", string(p.Args)),
-		sql.Named("priority", *p.Priority),
-		sql.Named("run_at", runAt),
-		sql.Named("max_attempts", p.MaxAttempts),
-		sql.Named("lease_ttl_us", p.LeaseTTL.Microseconds()),
-		sql.Named("lock_key", p.LockKey),
-		sql.Named("partition_key", p.PartitionKey),
-		sql.Named("idempotency_key", p.IdempotencyKey),
-		sql.Named("args_hash", hash),
-		sql.Named("requires", listJSON(p.Requires)),
-		sql.Named("prefers", listJSON(p.Prefers)),
-		sql.Named("now", tx.now),
-		sql.Named("stamp", tx.stamp),
-	))
-}
-
-// cancelTimer cancels a replaced timer job if it is still queued.
-func cancelTimer(ctx context.Context, tx *jobWrite, journal *journal, id uuid.UUID) error {
-	var attempt int
-	err := tx.QueryRowContext(ctx, processTimerCancelSQL,
-		sql.Named("id", id.String()), sql.Named("now", tx.now), sql.Named("stamp", tx.stamp)).Scan(&attempt)
-	if errors.Is(err, sql.ErrNoRows) {
+// cancelTimer cancels a process's replaced timer job if it is still
+// queued (job.Cancel). One that already runs is the task doing the
+// replacing (the process's lock_key lets no other run), so it is left to
+// finish; one already gone (pruned) is nothing to cancel.
+func cancelTimer(ctx context.Context, tx *jobWrite, id uuid.UUID) error {
+	cur, err := scanJob(tx.QueryRowContext(ctx, jobGetSQL, id.String()))
+	if errors.Is(err, job.ErrNotFound) {
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("cancel timer: %w", err)
+	if err != nil || cur.State != job.StateQueued {
+		return err
 	}
-	journal.add(id, job.EventCanceled, attempt, "")
-	return nil
+	t, _, err := job.Cancel(job.FactsOf(cur), fromMicro(tx.now))
+	if err != nil {
+		return err
+	}
+	_, err = setState(ctx, tx, cur, t)
+	return err
 }
 
 // ProcessDelete deletes a process, its history and its queued timer. See
 // store.Store.
-func (s *Store) ProcessDelete(ctx context.Context, namespace, id string) error {
+func (s *executor) ProcessDelete(ctx context.Context, namespace, id string) error {
 	err := s.jobsTx(ctx, func(tx *jobWrite) error {
 		key := []any{sql.Named("namespace", namespace), sql.Named("id", id)}
 		var timer sql.NullString
@@ -297,35 +266,10 @@ func (s *Store) ProcessDelete(ctx context.Context, namespace, id string) error {
 		if err != nil {
 			return fmt.Errorf("timer_job: %w", err)
 		}
-		journal := newJournal(tx.now)
-		if err := cancelTimer(ctx, tx, journal, tid); err != nil {
-			return err
-		}
-		return journal.flush(ctx, tx.Tx)
+		return cancelTimer(ctx, tx, tid)
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: delete process %s/%s: %w", namespace, id, err)
-	}
-	return nil
-}
-
-// checkTaskResult refuses what the database would store wrongly.
-func checkTaskResult(r store.ProcessTaskResult) error {
-	if r.Namespace == "" || r.ID == "" {
-		return job.Invalid("process", "namespace and id are required")
-	}
-	if r.Status != store.ProcessRunning && r.Status != store.ProcessError && !r.Remove {
-		return job.Invalid("status", "unknown process status %q", r.Status)
-	}
-	for name, raw := range map[string]json.RawMessage{"outcome": r.Outcome, "aux_state": r.AuxState, "metadata": r.Metadata} {
-		if err := checkJSON(name, raw); err != nil {
-			return err
-		}
-	}
-	for i, e := range r.Events {
-		if !json.Valid(e) {
-			return job.Invalid("events", "event %d must be JSON", i)
-		}
 	}
 	return nil
 }

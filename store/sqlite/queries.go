@@ -5,12 +5,6 @@ import _ "embed" // the queries are sql/*.sql, one per variable
 // The queries, each in its own file so that it reads (and diffs) as SQL.
 // Parameters are named (:id) and bound with sql.Named, or positional (?).
 
-//go:embed sql/cancel_queued.sql
-var cancelQueuedSQL string
-
-//go:embed sql/cancel_running.sql
-var cancelRunningSQL string
-
 //go:embed sql/claim_candidates.sql
 var claimCandidatesSQL string
 
@@ -19,18 +13,6 @@ var claimJobsSQL string
 
 //go:embed sql/events_insert.sql
 var eventsInsertSQL string
-
-//go:embed sql/finish_canceled.sql
-var finishCanceledSQL string
-
-//go:embed sql/finish_failed.sql
-var finishFailedSQL string
-
-//go:embed sql/finish_released.sql
-var finishReleasedSQL string
-
-//go:embed sql/finish_succeeded.sql
-var finishSucceededSQL string
 
 //go:embed sql/finish_succeeded_batch.sql
 var finishSucceededBatchSQL string
@@ -55,6 +37,9 @@ var jobGetSQL string
 
 //go:embed sql/job_insert.sql
 var jobInsertSQL string
+
+//go:embed sql/job_set_state.sql
+var jobSetStateSQL string
 
 //go:embed sql/job_stamp.sql
 var jobStampSQL string
@@ -101,6 +86,12 @@ var leaseHeartbeatSQL string
 //go:embed sql/lease_progress.sql
 var leaseProgressSQL string
 
+//go:embed sql/lock_expired.sql
+var lockExpiredSQL string
+
+//go:embed sql/lock_held.sql
+var lockHeldSQL string
+
 //go:embed sql/migration_applied.sql
 var migrationAppliedSQL string
 
@@ -131,11 +122,8 @@ var queueSetPausedSQL string
 //go:embed sql/queue_settings.sql
 var queueSettingsSQL string
 
-//go:embed sql/rescue.sql
-var rescueSQL string
-
-//go:embed sql/retry.sql
-var retrySQL string
+//go:embed sql/set_state_if_running.sql
+var setStateIfRunningSQL string
 
 //go:embed sql/worker_create.sql
 var workerCreateSQL string

@@ -13,7 +13,7 @@ import (
 
 // QueueList returns every queue that has jobs or a setting, by name, with
 // the count of its jobs in each state that has any.
-func (s *Store) QueueList(ctx context.Context) ([]store.QueueInfo, error) {
+func (s *executor) QueueList(ctx context.Context) ([]store.QueueInfo, error) {
 	queues := make(map[string]*store.QueueInfo)
 	get := func(name string) *store.QueueInfo {
 		q, ok := queues[name]
@@ -74,7 +74,7 @@ func (s *Store) QueueList(ctx context.Context) ([]store.QueueInfo, error) {
 
 // QueueSetPaused pauses or resumes a queue, creating its settings when it
 // has none. Resuming wakes the queue's workers.
-func (s *Store) QueueSetPaused(ctx context.Context, queue string, paused bool) error {
+func (s *executor) QueueSetPaused(ctx context.Context, queue string, paused bool) error {
 	if queue == "" {
 		return job.Invalid("queue", "is required")
 	}
@@ -90,7 +90,7 @@ func (s *Store) QueueSetPaused(ctx context.Context, queue string, paused bool) e
 		return fmt.Errorf("sqlite: pause queue %q: %w", queue, err)
 	}
 	if !paused {
-		s.wakeQueue(queue)
+		s.afterCommit(func() { s.wakeQueue(queue) })
 	}
 	return nil
 }
@@ -104,7 +104,7 @@ const purgeBatch = 1000
 // QueuePurge deletes every job of queue that is not running, and their
 // events, a batch per write transaction; it returns how many jobs it
 // deleted. Running jobs are left to their holders.
-func (s *Store) QueuePurge(ctx context.Context, queue string) (int64, error) {
+func (s *executor) QueuePurge(ctx context.Context, queue string) (int64, error) {
 	n, err := s.purge(ctx, queue, purgeBatch)
 	if err != nil {
 		return n, fmt.Errorf("sqlite: purge queue %q: %w", queue, err)
@@ -113,7 +113,7 @@ func (s *Store) QueuePurge(ctx context.Context, queue string) (int64, error) {
 }
 
 // purge is QueuePurge with the batch size as a parameter, for tests.
-func (s *Store) purge(ctx context.Context, queue string, batch int) (int64, error) {
+func (s *executor) purge(ctx context.Context, queue string, batch int) (int64, error) {
 	var total int64
 	for {
 		var n int

@@ -165,12 +165,3 @@ func rawJSON(v sql.NullString) json.RawMessage {
 func nullJSON(raw json.RawMessage) sql.NullString {
 	return sql.NullString{String: string(raw), Valid: len(raw) > 0}
 }
-
-// checkJSON rejects a value that is present but not JSON, before it is
-// written (PostgreSQL's jsonb would refuse it; SQLite's TEXT would not).
-func checkJSON(field string, raw json.RawMessage) error {
-	if len(raw) > 0 && !json.Valid(raw) {
-		return job.Invalid(field, "must be valid JSON")
-	}
-	return nil
-}

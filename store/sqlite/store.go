@@ -8,7 +8,9 @@
 // through one connection and every write transaction begins IMMEDIATE
 // (it takes the write lock up front and never upgrades, so it cannot
 // deadlock with another writer); reads use a pool of their own, which WAL
-// lets run beside the writer.
+// lets run beside the writer. InTx runs several operations in one write
+// transaction, reads included, and TxOf gives the caller that
+// transaction for statements of its own.
 //
 // Wake-ups are in-process: Store values opened on one file in one process
 // share a wakeup.Hub. Several processes on one file work (SQLite locks the
@@ -53,24 +55,21 @@ type Options struct {
 }
 
 // Store is a jobd database in one SQLite file. It implements store.Store.
+// Its Executor operations (the embedded executor's) each run in a write
+// transaction of their own, or read on a reader; InTx runs several in one
+// write transaction, and TxOf gives its *sql.Tx for the caller's own
+// statements.
 type Store struct {
-	path    string
-	w       *sql.DB // the writer: one connection, IMMEDIATE transactions
-	r       *sql.DB // readers
-	clock   clock.Clock
-	log     *slog.Logger
-	maxArgs int
-
-	// lastStamp is the last updated_at this Store gave (see jobWrite).
-	lastStamp atomic.Int64
-
-	hub       *wakeup.Hub[store.Notification]
-	scheduler *wakeup.Scheduler
+	executor
+	path      string
 	closeOnce sync.Once
 	closeErr  error
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.Executor = (*executor)(nil)
+)
 
 // Open opens (creating it if needed) the SQLite database at path. It does
 // not create the schema: call Migrate.
@@ -82,11 +81,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %q: %w", path, err)
 	}
-	s := &Store{
-		path:    abs,
-		clock:   opts.Clock,
-		log:     opts.Logger,
-		maxArgs: opts.MaxArgsBytes,
+	s := &Store{path: abs}
+	s.executor = executor{
+		clock:     opts.Clock,
+		log:       opts.Logger,
+		maxArgs:   opts.MaxArgsBytes,
+		lastStamp: new(atomic.Int64),
+		owner:     s,
 	}
 	if s.clock == nil {
 		s.clock = clock.Real
@@ -186,24 +187,14 @@ func (s *Store) Close() error {
 }
 
 // now is the store's current time, to the microsecond the database keeps.
-func (s *Store) now() int64 { return s.clock.Now().UnixMicro() }
+func (s *executor) now() int64 { return s.clock.Now().UnixMicro() }
 
 // writeTx runs fn in one IMMEDIATE transaction on the writer, committing
-// when fn returns nil. fn reads the clock itself, once the transaction
-// has begun: its time then follows every write committed before it.
-func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+// when fn returns nil (or in the transaction s runs in). fn reads the
+// clock itself, once the transaction has begun: its time then follows
+// every write committed before it.
+func (s *executor) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.atomically(ctx, func(ex *executor) error { return fn(ex.tx.sql) })
 }
 
 // jobWrite is a write transaction that changes jobs, with its times. Both
@@ -226,23 +217,27 @@ type jobWrite struct {
 }
 
 // jobsTx runs fn in one IMMEDIATE transaction on the writer, like
-// writeTx, with the transaction's times.
-func (s *Store) jobsTx(ctx context.Context, fn func(w *jobWrite) error) error {
-	return s.writeTx(ctx, func(tx *sql.Tx) error {
-		w := &jobWrite{Tx: tx, now: s.now()}
-		var newest int64
-		if err := tx.QueryRowContext(ctx, jobStampSQL).Scan(&newest); err != nil {
-			return fmt.Errorf("stamp: %w", err)
+// writeTx, with the transaction's times: every job operation of one
+// transaction (InTx's) shares them, as they share now() on PostgreSQL.
+func (s *executor) jobsTx(ctx context.Context, fn func(w *jobWrite) error) error {
+	return s.atomically(ctx, func(ex *executor) error {
+		w, err := ex.jobWrite(ctx)
+		if err != nil {
+			return err
 		}
-		w.stamp = max(w.now, newest+1, s.lastStamp.Load()+1)
-		s.lastStamp.Store(w.stamp)
 		return fn(w)
 	})
 }
 
 // readTx runs fn in one read transaction, so that its queries see one
-// snapshot of the database.
-func (s *Store) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+// snapshot of the database, or in the transaction s runs in.
+func (s *executor) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if s.tx != nil {
+		return fn(s.tx.sql)
+	}
+	if err := store.CheckNotInTx(ctx, s.owner); err != nil {
+		return err
+	}
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)

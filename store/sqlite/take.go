@@ -14,7 +14,7 @@ import (
 // JobTake deletes a finished job with its events and returns it as it
 // was; job.ErrWrongState (and nothing deleted) when the job is queued or
 // running, job.ErrNotFound when there is none.
-func (s *Store) JobTake(ctx context.Context, id uuid.UUID) (*job.Job, error) {
+func (s *executor) JobTake(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 	var j *job.Job
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		cur, err := scanJob(tx.QueryRowContext(ctx, jobGetSQL, id.String()))
@@ -39,7 +39,7 @@ func (s *Store) JobTake(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 
 // JobPruneQueue deletes up to limit finished jobs of queue whose
 // finished_at is before before, oldest first, and their events.
-func (s *Store) JobPruneQueue(ctx context.Context, queue string, before time.Time, limit int) (int, error) {
+func (s *executor) JobPruneQueue(ctx context.Context, queue string, before time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -49,20 +50,28 @@ func releaseHub(abs string) {
 }
 
 // Wake tells the listeners of every Store on this file, in this process,
-// that queues may have jobs. With no queue it wakes them for any queue.
-func (s *Store) Wake(ctx context.Context, queues ...string) error {
+// that queues may have jobs: at once, or inside InTx once it commits.
+// With no queue it wakes them for any queue.
+func (s *executor) Wake(ctx context.Context, queues ...string) error {
+	if s.tx == nil {
+		if err := store.CheckNotInTx(ctx, s.owner); err != nil {
+			return fmt.Errorf("sqlite: wake %v: %w", queues, err)
+		}
+	}
 	if len(queues) == 0 {
-		s.wakeQueue("")
+		queues = []string{""}
 	}
-	for _, q := range queues {
-		s.wakeQueue(q)
-	}
+	s.afterCommit(func() {
+		for _, q := range queues {
+			s.wakeQueue(q)
+		}
+	})
 	return nil
 }
 
 // wakeQueue tells this file's listeners that queue may have jobs ("" for
 // any queue).
-func (s *Store) wakeQueue(queue string) {
+func (s *executor) wakeQueue(queue string) {
 	s.hub.Send(store.Notification{Queue: queue})
 }
 
@@ -98,13 +107,16 @@ func (w *wakeups) add(queue string, runAt int64) {
 }
 
 // send wakes queues whose jobs are available now and schedules the others
-// for their run_at.
-func (s *Store) send(w *wakeups) {
-	for q, at := range w.queues {
-		if at <= w.now {
-			s.wakeQueue(q)
-		} else {
-			s.scheduler.At(q, time.UnixMicro(at))
+// for their run_at, once the transaction that made them available has
+// committed (see afterCommit).
+func (s *executor) send(w *wakeups) {
+	s.afterCommit(func() {
+		for q, at := range w.queues {
+			if at <= w.now {
+				s.wakeQueue(q)
+			} else {
+				s.scheduler.At(q, time.UnixMicro(at))
+			}
 		}
-	}
+	})
 }

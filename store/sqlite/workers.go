@@ -11,9 +11,9 @@ import (
 	"github.com/jobd/jobd/store"
 )
 
-// WorkerCreate stores a worker and its key in one transaction. See
-// store.Store.
-func (s *Store) WorkerCreate(ctx context.Context, w store.Worker, key store.APIKey) error {
+// WorkerCreate stores a worker and its key in one transaction: the
+// worker's row, then KeyCreate of its key. See store.Store.
+func (s *executor) WorkerCreate(ctx context.Context, w store.Worker, key store.APIKey) error {
 	caps := listJSON(w.Capabilities)
 	if !caps.Valid {
 		caps.String = "[]"
@@ -22,30 +22,21 @@ func (s *Store) WorkerCreate(ctx context.Context, w store.Worker, key store.APIK
 	if meta == "" {
 		meta = "{}"
 	}
-	scopes, err := json.Marshal(append([]string{}, key.Scopes...))
-	if err != nil {
-		return fmt.Errorf("sqlite: create worker %s: %w", w.ID, err)
-	}
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
-		now := s.now()
-		if _, err := tx.ExecContext(ctx, workerCreateSQL,
+	key.WorkerID = w.ID
+	err := s.atomically(ctx, func(ex *executor) error {
+		_, err := ex.tx.sql.ExecContext(ctx, workerCreateSQL,
 			sql.Named("id", w.ID), sql.Named("name", w.Name),
 			sql.Named("capabilities", caps.String), sql.Named("metadata", meta),
-			sql.Named("now", now),
-		); err != nil {
+			sql.Named("now", ex.now()),
+		)
+		if isUniqueViolation(err) {
+			err = fmt.Errorf("id taken: %w", job.ErrDuplicate)
+		}
+		if err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, keyCreateSQL,
-			sql.Named("id", key.ID), sql.Named("name", key.Name),
-			sql.Named("prefix", key.Prefix), sql.Named("hash", key.Hash),
-			sql.Named("scopes", string(scopes)), sql.Named("created_at", now),
-			sql.Named("worker_id", w.ID),
-		)
-		return err
+		return ex.KeyCreate(ctx, key)
 	})
-	if isUniqueViolation(err) {
-		return fmt.Errorf("sqlite: create worker %s: id or key taken: %w", w.ID, job.ErrDuplicate)
-	}
 	if err != nil {
 		return fmt.Errorf("sqlite: create worker %s: %w", w.ID, err)
 	}
@@ -53,8 +44,12 @@ func (s *Store) WorkerCreate(ctx context.Context, w store.Worker, key store.APIK
 }
 
 // WorkerGet returns one worker, or job.ErrNotFound.
-func (s *Store) WorkerGet(ctx context.Context, id string) (*store.Worker, error) {
-	w, err := scanWorker(s.r.QueryRowContext(ctx, workerGetSQL, id))
+func (s *executor) WorkerGet(ctx context.Context, id string) (*store.Worker, error) {
+	q, err := s.reader(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get worker %s: %w", id, err)
+	}
+	w, err := scanWorker(q.QueryRowContext(ctx, workerGetSQL, id))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: get worker %s: %w", id, err)
 	}
@@ -62,8 +57,12 @@ func (s *Store) WorkerGet(ctx context.Context, id string) (*store.Worker, error)
 }
 
 // WorkerList returns every worker, oldest first.
-func (s *Store) WorkerList(ctx context.Context) ([]store.Worker, error) {
-	rows, err := s.r.QueryContext(ctx, workerListSQL)
+func (s *executor) WorkerList(ctx context.Context) ([]store.Worker, error) {
+	q, err := s.reader(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list workers: %w", err)
+	}
+	rows, err := q.QueryContext(ctx, workerListSQL)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list workers: %w", err)
 	}
@@ -83,7 +82,7 @@ func (s *Store) WorkerList(ctx context.Context) ([]store.Worker, error) {
 }
 
 // WorkerSetDisabled disables or enables a worker.
-func (s *Store) WorkerSetDisabled(ctx context.Context, id string, disabled bool) (*store.Worker, error) {
+func (s *executor) WorkerSetDisabled(ctx context.Context, id string, disabled bool) (*store.Worker, error) {
 	err := s.writeOne(ctx, workerSetDisabledSQL,
 		sql.Named("id", id), sql.Named("disabled", disabled), sql.Named("now", s.now()))
 	if err != nil {
@@ -93,7 +92,7 @@ func (s *Store) WorkerSetDisabled(ctx context.Context, id string, disabled bool)
 }
 
 // WorkerDelete deletes a worker and its keys, in one transaction.
-func (s *Store) WorkerDelete(ctx context.Context, id string) error {
+func (s *executor) WorkerDelete(ctx context.Context, id string) error {
 	var n int64
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, workerDeleteKeysSQL, id); err != nil {
@@ -115,7 +114,7 @@ func (s *Store) WorkerDelete(ctx context.Context, id string) error {
 }
 
 // WorkerSeen records a heartbeat or a claim of a worker.
-func (s *Store) WorkerSeen(ctx context.Context, id string, status store.WorkerStatus, done, failed int) error {
+func (s *executor) WorkerSeen(ctx context.Context, id string, status store.WorkerStatus, done, failed int) error {
 	err := s.writeOne(ctx, workerSeenSQL,
 		sql.Named("id", id), sql.Named("status", string(status)),
 		sql.Named("done", done), sql.Named("failed", failed), sql.Named("now", s.now()))
@@ -126,7 +125,7 @@ func (s *Store) WorkerSeen(ctx context.Context, id string, status store.WorkerSt
 }
 
 // WorkerMarkOffline marks offline the workers silent since cutoff.
-func (s *Store) WorkerMarkOffline(ctx context.Context, cutoff time.Time) (int, error) {
+func (s *executor) WorkerMarkOffline(ctx context.Context, cutoff time.Time) (int, error) {
 	var n int64
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, workerMarkOfflineSQL,
@@ -145,7 +144,7 @@ func (s *Store) WorkerMarkOffline(ctx context.Context, cutoff time.Time) (int, e
 
 // writeOne runs one statement in a write transaction; job.ErrNotFound
 // when it changed no row.
-func (s *Store) writeOne(ctx context.Context, query string, args ...any) error {
+func (s *executor) writeOne(ctx context.Context, query string, args ...any) error {
 	return s.writeTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {

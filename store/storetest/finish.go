@@ -19,6 +19,7 @@ var finishTests = []test{
 	{"Canceled", testFinishCanceled},
 	{"Released", testFinishReleased},
 	{"ReleasedAtLastAttempt", testFinishReleasedLastAttempt},
+	{"SameLeaseTwice", testFinishSameLeaseTwice},
 }
 
 // wantFinished checks what every final state shares.
@@ -163,4 +164,34 @@ func testFinishReleasedLastAttempt(t *testing.T, e *env) {
 		t.Fatalf("claim after two releases: attempt %d, want 1", c.Attempt)
 	}
 	e.succeed(t, c)
+}
+
+// testFinishSameLeaseTwice: of two outcomes for one lease in one batch,
+// the first decides and the second reports Lost, whatever their kinds.
+func testFinishSameLeaseTwice(t *testing.T, e *env) {
+	e.insertN(t, 2, job.InsertParams{Kind: "k", MaxAttempts: 3})
+	got := e.claim(t, job.DefaultQueue, 2)
+	if len(got) != 2 {
+		t.Fatalf("claimed %d, want 2", len(got))
+	}
+	a, b := got[0], got[1]
+	res := e.finish(t,
+		store.Outcome{Lease: leaseOf(a), Status: store.OutcomeFailed, Error: "first", Retryable: true},
+		outcomeSucceeded(a, `{"second": true}`),
+		outcomeSucceeded(b, `{"first": true}`),
+		outcomeSucceeded(b, `{"second": true}`))
+	want := []store.FinishResult{{State: job.StateQueued}, {Lost: true}, {State: job.StateSucceeded}, {Lost: true}}
+	for i := range want {
+		if res[i].Lost != want[i].Lost || res[i].State != want[i].State {
+			t.Fatalf("results %+v, want %+v", res, want)
+		}
+	}
+	j := e.get(t, a.ID)
+	wantState(t, j, job.StateQueued)
+	if j.LastError != "first" || j.Result != nil {
+		t.Fatalf("job of the first lease: last_error %q result %s, want the first outcome's", j.LastError, j.Result)
+	}
+	e.wantKinds(t, a.ID, job.EventQueued, job.EventClaimed, job.EventRetried)
+	wantJSON(t, "result", e.get(t, b.ID).Result, []byte(`{"first": true}`))
+	e.wantKinds(t, b.ID, job.EventQueued, job.EventClaimed, job.EventSucceeded)
 }

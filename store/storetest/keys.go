@@ -3,6 +3,7 @@ package storetest
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -13,6 +14,8 @@ import (
 
 var keyTests = []test{
 	{"Lifecycle", testKeyLifecycle},
+	{"Duplicate", testKeyDuplicate},
+	{"Invalid", testKeyInvalid},
 }
 
 func sameKey(a, b store.APIKey) bool {
@@ -56,4 +59,41 @@ func testKeyLifecycle(t *testing.T, e *env) {
 	}
 	wantErr(t, "KeyRevoke of a revoked key", e.s.KeyRevoke(t.Context(), k1.ID), job.ErrNotFound)
 	wantErr(t, "KeyRevoke of an unknown key", e.s.KeyRevoke(t.Context(), "key-404"), job.ErrNotFound)
+}
+
+// testKeyDuplicate: a key whose id or prefix is taken is refused with
+// job.ErrDuplicate, and the first one stays.
+func testKeyDuplicate(t *testing.T, e *env) {
+	h := sha256.Sum256([]byte("secret"))
+	k := store.APIKey{ID: "key-1", Name: "ci", Prefix: "jobd_ab12", Hash: h[:], Scopes: []string{"read"}}
+	if err := e.s.KeyCreate(t.Context(), k); err != nil {
+		t.Fatalf("KeyCreate: %v", err)
+	}
+	sameID, samePrefix := k, k
+	sameID.Prefix, samePrefix.ID = "jobd_cd34", "key-2"
+	for what, dup := range map[string]store.APIKey{"id": sameID, "prefix": samePrefix} {
+		wantErr(t, "KeyCreate with a taken "+what, e.s.KeyCreate(t.Context(), dup), job.ErrDuplicate)
+	}
+	if keys, err := e.s.KeyList(t.Context()); err != nil || len(keys) != 1 || keys[0].ID != k.ID {
+		t.Fatalf("KeyList = %+v, %v; want only %s", keys, err, k.ID)
+	}
+}
+
+// testKeyInvalid: a key record without its id, prefix or hash is refused
+// with a validation error, and nothing is stored.
+func testKeyInvalid(t *testing.T, e *env) {
+	h := sha256.Sum256([]byte("secret"))
+	for _, k := range []store.APIKey{
+		{Name: "no id", Prefix: "jobd_ab12", Hash: h[:]},
+		{ID: "key-1", Name: "no prefix", Hash: h[:]},
+		{ID: "key-2", Name: "no hash", Prefix: "jobd_cd34"},
+	} {
+		var ve *job.ValidationError
+		if err := e.s.KeyCreate(t.Context(), k); !errors.As(err, &ve) {
+			t.Fatalf("KeyCreate of a key with %s: %v, want a ValidationError", k.Name, err)
+		}
+	}
+	if keys, err := e.s.KeyList(t.Context()); err != nil || len(keys) != 0 {
+		t.Fatalf("KeyList = %+v, %v; want none", keys, err)
+	}
 }

@@ -54,6 +54,7 @@ func Run(t *testing.T, open func(t *testing.T, c clock.Clock) store.Store) {
 		{"Key", keyTests},
 		{"Worker", workerTests},
 		{"Process", processTests},
+		{"Tx", txTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

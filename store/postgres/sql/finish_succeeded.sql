@@ -1,9 +1,13 @@
--- The hot path of JobFinish: a batch of successes, fenced by each lease
--- token. $1 now, $2 job ids, $3 lease tokens, $4 results (NULL: none).
--- Returns only the ids that finished; a missing id lost its lease.
+-- The hot path of JobFinish: a batch of successes of distinct jobs, each
+-- fenced by its lease token, applied without reading the rows first: a
+-- success's transition needs nothing of the row but its attempt, which it
+-- keeps and journals (job.SucceededState). $1 now, $2 job ids, $3 lease
+-- tokens, $4 results (NULL: none), $5 the state and $6 the journal kind
+-- that job.Finish decides for a success. Returns only the ids that
+-- finished; a missing id lost its lease.
 WITH done AS (
     UPDATE jobd_jobs j SET
-        state = 'succeeded',
+        state = $5::text,
         result = o.result,
         lease_token = NULL,
         lease_expires_at = NULL,
@@ -17,6 +21,6 @@ WITH done AS (
 ),
 journal AS (
     INSERT INTO jobd_job_events (job_id, at, kind, attempt)
-    SELECT id, finished_at, 'succeeded', attempt FROM done
+    SELECT id, finished_at, $6::text, attempt FROM done
 )
 SELECT id, token FROM done;

@@ -1,9 +1,12 @@
 -- The hot path of JobFinish: a batch of successes, each job once, in one
--- statement. :batch is a JSON array of {"id", "token", "result"}, result
--- being the result's JSON text or absent. Fenced like every finish: a job
--- whose row does not come back had lost its lease.
+-- statement that reads nothing first: a success's transition needs
+-- nothing of the row but its attempt, which it keeps (and the driver
+-- journals): see job.SucceededState. :state is the state job.Finish
+-- decides for a success; :batch is a JSON array of {"id", "token",
+-- "result"}, result being the result's JSON text or absent. Fenced like
+-- every finish: a job whose row does not come back had lost its lease.
 UPDATE jobd_jobs
-SET state = 'succeeded',
+SET state = :state,
     result = b.value ->> 'result',
     finished_at = :now,
     lease_token = NULL,

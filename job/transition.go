@@ -1,0 +1,298 @@
+package job
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// The job state machine of DESIGN.md section 2, decided here and nowhere
+// else. A store reads the Facts of a job's row, with the row locked (or
+// inside its one write transaction), asks one of the functions below for
+// the Transition, and writes it in the same transaction, fenced by the
+// state and lease token it read. The database only fences and applies: no
+// SQL decides where a job goes, and the journal kinds come from here.
+//
+// Four families of transitions leave a state other than by a claim:
+//
+//   - Finish: a lease holder reports an outcome of a running job.
+//   - Rescue: the reaper takes back a running job whose lease expired.
+//   - Cancel: an operator cancels a queued job or asks a running one to stop.
+//   - Retry: an operator puts a failed or canceled job back to queued.
+//
+// A cancel request wins: once it is requested, a running job never goes
+// back to the queue, whatever its holder or the reaper would do, and ends
+// canceled; only a success still succeeds. cancelWins is the one place
+// that rule lives.
+
+// OutcomeStatus is what the lease holder says became of a job.
+type OutcomeStatus string
+
+// Outcomes a lease holder can report.
+const (
+	// OutcomeSucceeded: state succeeded, with Result.
+	OutcomeSucceeded OutcomeStatus = "succeeded"
+	// OutcomeFailed: with Retryable and attempts left, state queued with
+	// run_at now + RetryDelay (journal "retried"); otherwise state failed.
+	// When cancel was requested, state canceled instead, either way.
+	// Error is kept as the job's last error in every case.
+	OutcomeFailed OutcomeStatus = "failed"
+	// OutcomeCanceled: the holder honoured a cancel request; state canceled.
+	OutcomeCanceled OutcomeStatus = "canceled"
+	// OutcomeReleased: the holder gives the job back unworked (graceful
+	// shutdown); state queued, run_at now, the attempt not counted
+	// (journal "requeued"). When cancel was requested, state canceled
+	// instead (the attempt stays counted).
+	OutcomeReleased OutcomeStatus = "released"
+)
+
+// Valid reports whether s is one of the four outcomes.
+func (s OutcomeStatus) Valid() bool {
+	switch s {
+	case OutcomeSucceeded, OutcomeFailed, OutcomeCanceled, OutcomeReleased:
+		return true
+	}
+	return false
+}
+
+// Outcome is what a lease holder reports of the job it ran, without the
+// lease that fences the report.
+type Outcome struct {
+	Status OutcomeStatus
+	// Result is a success's result (JSON, or nil for none).
+	Result json.RawMessage
+	// Error is a failure's message, or why a cancel was honoured.
+	Error string
+	// Retryable failures go back to the queue while attempts are left,
+	// after RetryDelay (a negative delay is none).
+	Retryable  bool
+	RetryDelay time.Duration
+}
+
+// Check refuses an outcome no store can apply: an unknown status, a
+// result that is not JSON. Stores call it for every outcome of a batch
+// before they write anything.
+func (o Outcome) Check() error {
+	if !o.Status.Valid() {
+		return Invalid("status", "unknown outcome status %q", o.Status)
+	}
+	return CheckJSON("result", o.Result)
+}
+
+// CheckJSON refuses raw, for field, unless it is empty (none) or JSON.
+func CheckJSON(field string, raw json.RawMessage) error {
+	if len(raw) > 0 && !json.Valid(raw) {
+		return Invalid(field, "must be JSON")
+	}
+	return nil
+}
+
+// LeaseExpired is the error and journal detail of a job whose lease
+// expired (Rescue).
+const LeaseExpired = "lease expired"
+
+// Facts is what a transition reads of a job's row: the values a
+// concurrent write could change between a read and a write, so a store
+// reads them with the row locked, in the transaction that applies the
+// decision.
+type Facts struct {
+	State           State
+	Attempt         int
+	MaxAttempts     int
+	CancelRequested bool
+}
+
+// AttemptsLeft reports whether the job may run again after the attempt
+// its counter names.
+func (f Facts) AttemptsLeft() bool { return f.Attempt < f.MaxAttempts }
+
+// FactsOf returns the facts of j.
+func FactsOf(j *Job) Facts {
+	return Facts{State: j.State, Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, CancelRequested: j.CancelRequested}
+}
+
+// Transition is a decided change of one job: the values its row takes and
+// the journal entry that records the change. A store writes all of them
+// (and updated_at, its transaction's time) in one statement fenced by the
+// state, and for a lease holder the lease token, that the Facts had. A
+// job holds a lease exactly while it runs: a transition out of running
+// clears the lease token and expiry, any other leaves them as they are.
+type Transition struct {
+	// From is the state the Facts had: the fence.
+	From State
+	// State is the job's new state.
+	State State
+	// RunAt is the new run_at; zero keeps the row's. Every transition to
+	// queued sets it.
+	RunAt time.Time
+	// Attempt is the attempt counter after the transition.
+	Attempt int
+	// FinishedAt is the new finished_at: set (now) when State is final,
+	// nil (cleared) otherwise.
+	FinishedAt *time.Time
+	// CancelRequested is the new cancel flag.
+	CancelRequested bool
+	// Result, when not nil, replaces the job's result.
+	Result json.RawMessage
+	// LastError, when not nil, replaces the job's last error.
+	LastError *string
+	// Event is the journal entry to append: its Kind, Attempt and Detail
+	// (the store fills in JobID and At).
+	Event Event
+}
+
+// Finish decides what a lease holder's outcome does to a job whose row
+// says f (running, the lease held: the store's fence). o must pass Check.
+//
+//	succeeded                        -> succeeded ("succeeded")
+//	failed, retryable, attempts left -> queued at now + delay ("retried")
+//	failed otherwise                 -> failed ("failed")
+//	canceled                         -> canceled ("canceled")
+//	released                         -> queued at now, attempt given back ("requeued")
+//
+// and a cancel request wins over all but a success (cancelWins). A failure
+// keeps its error as the job's last error whatever the job becomes.
+func Finish(f Facts, o Outcome, now time.Time) (Transition, error) {
+	if f.State != StateRunning {
+		return Transition{}, fmt.Errorf("finish a %s job: %w", f.State, ErrWrongState)
+	}
+	if !o.Status.Valid() {
+		return Transition{}, Invalid("status", "unknown outcome status %q", o.Status)
+	}
+	t := leaveRunning(f)
+	switch o.Status {
+	case OutcomeSucceeded:
+		t.end(StateSucceeded, now)
+		t.Result = o.Result
+	case OutcomeFailed:
+		t.Event.Detail = o.Error
+		t.LastError = &o.Error
+		if o.Retryable && f.AttemptsLeft() {
+			t.requeue(now.Add(max(o.RetryDelay, 0)), EventRetried)
+		} else {
+			t.end(StateFailed, now)
+		}
+	case OutcomeCanceled:
+		t.Event.Detail = o.Error
+		t.end(StateCanceled, now)
+	case OutcomeReleased:
+		t.requeue(now, EventRequeued)
+		t.Attempt = f.Attempt - 1 // the attempt it was given does not count
+	}
+	return cancelWins(f, t, now), nil
+}
+
+// SucceededState and SucceededEvent are what Finish decides for every
+// success, whatever the row says beyond its held lease: the job's attempt
+// stays as it is and the journal names it. A store may therefore apply a
+// batch of successes in one fenced statement without reading the rows
+// first, writing these two and taking the attempt from the row.
+// TestFinishSuccessReadsNothing holds Finish to it.
+const (
+	SucceededState = StateSucceeded
+	SucceededEvent = EventSucceeded
+)
+
+// Rescue decides what becomes of a running job whose lease expired: back
+// to queued, due now, its attempt counted ("rescued"), or failed when its
+// attempts are used up ("failed", last error "lease expired"); a cancel
+// request wins (cancelWins).
+func Rescue(f Facts, now time.Time) (Transition, error) {
+	if f.State != StateRunning {
+		return Transition{}, fmt.Errorf("rescue a %s job: %w", f.State, ErrWrongState)
+	}
+	t := leaveRunning(f)
+	t.Event.Detail = LeaseExpired
+	if f.AttemptsLeft() {
+		t.requeue(now, EventRescued)
+	} else {
+		t.end(StateFailed, now)
+	}
+	t = cancelWins(f, t, now)
+	if t.State == StateFailed {
+		reason := LeaseExpired
+		t.LastError = &reason
+	}
+	return t, nil
+}
+
+// Cancel decides an operator's cancel: a queued job is canceled at once
+// ("canceled"); a running one is asked to stop (cancel requested,
+// "cancel-requested"), and its holder ends it. write is false for a
+// running job whose cancel was already requested: the cancel is
+// idempotent and writes nothing, not even a journal entry. ErrWrongState
+// when the job is final.
+func Cancel(f Facts, now time.Time) (t Transition, write bool, err error) {
+	t = Transition{From: f.State, State: f.State, Attempt: f.Attempt, CancelRequested: f.CancelRequested,
+		Event: Event{Attempt: f.Attempt}}
+	switch {
+	case f.State == StateQueued:
+		t.end(StateCanceled, now)
+	case f.State == StateRunning && f.CancelRequested:
+		return Transition{}, false, nil
+	case f.State == StateRunning:
+		t.CancelRequested = true
+		t.Event.Kind = EventCancelRequested
+	default:
+		return Transition{}, false, fmt.Errorf("job is %s: %w", f.State, ErrWrongState)
+	}
+	return t, true, nil
+}
+
+// Retry decides an operator's retry of a failed or canceled job: queued
+// again, due now, its attempts and cancel request reset
+// ("manual-retry", naming attempt 0). ErrWrongState from any other state.
+func Retry(f Facts, now time.Time) (Transition, error) {
+	if f.State != StateFailed && f.State != StateCanceled {
+		return Transition{}, fmt.Errorf("job is %s: %w", f.State, ErrWrongState)
+	}
+	t := Transition{From: f.State}
+	t.requeue(now, EventManualRetry)
+	return t, nil
+}
+
+// RequestsCancel reports whether t asks the job's running holder to stop:
+// the store then notifies the holder once t has committed.
+func (t Transition) RequestsCancel() bool {
+	return t.Event.Kind == EventCancelRequested
+}
+
+// cancelWins is the cancel override, the one place it lives: when cancel
+// was requested, a transition that would take the job anywhere but
+// succeeded (back to the queue, or failed) ends it canceled instead,
+// journaled "canceled", with its attempt counted; the reason (detail, last
+// error) of the transition it overrides is kept.
+func cancelWins(f Facts, t Transition, now time.Time) Transition {
+	if !f.CancelRequested || t.State == StateSucceeded || t.State == StateCanceled {
+		return t
+	}
+	t.Attempt = f.Attempt
+	t.Event.Attempt = f.Attempt
+	t.end(StateCanceled, now)
+	return t
+}
+
+// leaveRunning is the start of every transition out of running: the
+// journal names the attempt that ran.
+func leaveRunning(f Facts) Transition {
+	return Transition{From: StateRunning, Attempt: f.Attempt, CancelRequested: f.CancelRequested,
+		Event: Event{Attempt: f.Attempt}}
+}
+
+// end makes t a transition to the final state s, at now, journaled by
+// the event that bears the state's name.
+func (t *Transition) end(s State, now time.Time) {
+	t.State = s
+	t.RunAt = time.Time{}
+	t.FinishedAt = &now
+	t.Event.Kind = EventKind(s)
+}
+
+// requeue makes t a transition back to queued, due at runAt, journaled
+// kind.
+func (t *Transition) requeue(runAt time.Time, kind EventKind) {
+	t.State = StateQueued
+	t.RunAt = runAt
+	t.FinishedAt = nil
+	t.Event.Kind = kind
+}

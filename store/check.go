@@ -1,0 +1,68 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/jobd/jobd/job"
+)
+
+// The checks of input that do not depend on the dialect, written once:
+// every driver calls them before it touches the database, so that bad
+// input is refused the same way everywhere and never half-writes.
+
+// CheckOutcomes refuses a batch for JobFinish when one of its outcomes
+// has an unknown status or a result that is not JSON; the error names the
+// outcome.
+func CheckOutcomes(outcomes []Outcome) error {
+	for i, o := range outcomes {
+		if err := o.Report().Check(); err != nil {
+			return fmt.Errorf("outcome %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// CheckProgress refuses progress whose items are not JSON.
+func CheckProgress(p job.Progress) error {
+	return job.CheckJSON("progress.items", p.Items)
+}
+
+// CheckCheckpoint refuses a checkpoint that is not JSON (nil clears it).
+func CheckCheckpoint(checkpoint json.RawMessage) error {
+	return job.CheckJSON("checkpoint", checkpoint)
+}
+
+// CheckKey refuses an API key record without its id, prefix or hash.
+func CheckKey(key APIKey) error {
+	if key.ID == "" || key.Prefix == "" || len(key.Hash) == 0 {
+		return job.Invalid("api_key", "id, prefix and hash are required")
+	}
+	return nil
+}
+
+// CheckTaskResult refuses a process task result that no store can apply:
+// no process named, an unknown status, a document or an event that is
+// not JSON.
+func CheckTaskResult(r ProcessTaskResult) error {
+	if r.Namespace == "" || r.ID == "" {
+		return job.Invalid("process", "namespace and id are required")
+	}
+	if r.Status != ProcessRunning && r.Status != ProcessError && !r.Remove {
+		return job.Invalid("status", "unknown process status %q", r.Status)
+	}
+	for _, doc := range []struct {
+		field string
+		raw   json.RawMessage
+	}{{"outcome", r.Outcome}, {"aux_state", r.AuxState}, {"metadata", r.Metadata}} {
+		if err := job.CheckJSON(doc.field, doc.raw); err != nil {
+			return err
+		}
+	}
+	for i, e := range r.Events {
+		if !json.Valid(e) {
+			return job.Invalid("events", "event %d must be JSON", i)
+		}
+	}
+	return nil
+}

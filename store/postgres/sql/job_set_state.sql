@@ -1,0 +1,49 @@
+-- Applies an operator's transition that Go decided (job.Cancel,
+-- job.Retry) for the row job_lock.sql locked, fenced by the state and
+-- lease token read there. It decides nothing: $1 now, $2 job id, $3 the
+-- state read and $4 the lease token read (the fence), $5 new state,
+-- $6 run_at (NULL: kept), $7 attempt counter, $8 cancel requested,
+-- $9 finished_at (NULL: cleared), $10 journal kind, $11 the attempt it
+-- names, $12 whether to tell the running holder to stop.
+--
+-- The lease is left as it is: a job that is not running holds none
+-- (jobd_jobs_lease_held), and a running job asked to stop keeps its
+-- holder's. A unique violation on jobd_jobs_active means an active twin
+-- with the same args hash exists. Returns the job as it now is.
+WITH changed AS (
+    UPDATE jobd_jobs SET
+        state = $5::text,
+        run_at = coalesce($6::timestamptz, run_at),
+        attempt = $7::integer,
+        cancel_requested = $8::boolean,
+        finished_at = $9::timestamptz,
+        updated_at = coalesce($1::timestamptz, now())
+    WHERE id = $2
+      AND state = $3::text
+      AND lease_token IS NOT DISTINCT FROM $4::uuid
+    RETURNING *
+),
+journal AS (
+    INSERT INTO jobd_job_events (job_id, at, kind, attempt)
+    SELECT id, updated_at, $10::text, $11::integer FROM changed
+),
+-- A job queued again that can run now wakes its queue; a running job
+-- asked to stop wakes its holder (jobd_cancel), whatever its node.
+-- PostgreSQL delivers both on commit. A CTE that only reads runs only
+-- when the statement reads it, hence the join below.
+woken AS (
+    SELECT count(pg_notify('jobd_wake', queue)) AS queues
+    FROM changed
+    WHERE state = 'queued' AND run_at <= updated_at
+),
+stopped AS (
+    SELECT count(pg_notify('jobd_cancel', id::text)) AS jobs
+    FROM changed
+    WHERE $12::boolean
+)
+SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
+       lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
+       idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
+       last_error, created_at, started_at, finished_at, updated_at,
+       requires, prefers
+FROM changed, woken, stopped;

@@ -1,0 +1,13 @@
+-- The facts of the jobs whose leases a batch of outcomes names, for
+-- JobFinish to decide their transitions in Go (job.Finish) and apply them
+-- in the same write transaction (set_state_if_running.sql), which holds
+-- the database's write lock: nothing changes them in between. :leases is
+-- a JSON array of {"id", "token"}. Only the jobs still held (state
+-- running, token current) come back. CROSS JOIN keeps the batch the outer
+-- loop: each job is found by primary key.
+SELECT j.id, j.lease_token, j.queue, j.attempt, j.max_attempts, j.cancel_requested
+FROM json_each(:leases) AS l
+CROSS JOIN jobd_jobs AS j
+WHERE j.id = l.value ->> 'id'
+  AND j.state = 'running'
+  AND j.lease_token = l.value ->> 'token'

@@ -1,0 +1,20 @@
+-- Applies transitions out of running that Go decided (job.Finish,
+-- job.Rescue), each fenced by the state and lease token its facts were
+-- read with. It decides nothing: :batch is a JSON array of {"id",
+-- "token", "state", "run_at" (absent: kept), "attempt", "finished_at"
+-- (absent: cleared), "result" (the result's JSON text; absent: kept),
+-- "last_error" (absent: kept)}. The driver journals the changes.
+UPDATE jobd_jobs
+SET state = d.value ->> 'state',
+    run_at = coalesce(d.value ->> 'run_at', run_at),
+    attempt = d.value ->> 'attempt',
+    finished_at = d.value ->> 'finished_at',
+    result = coalesce(d.value ->> 'result', result),
+    last_error = coalesce(d.value ->> 'last_error', last_error),
+    lease_token = NULL,
+    lease_expires_at = NULL,
+    updated_at = :stamp
+FROM json_each(:batch) AS d
+WHERE jobd_jobs.id = d.value ->> 'id'
+  AND jobd_jobs.state = 'running'
+  AND jobd_jobs.lease_token = d.value ->> 'token'
