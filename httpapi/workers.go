@@ -46,8 +46,11 @@ func (s *server) createWorker(w http.ResponseWriter, r *http.Request) error {
 	if len(meta) > maxWorkerField {
 		return job.Invalid("metadata", "is over the limit of %d bytes", maxWorkerField)
 	}
-	if meta[0] != '{' || checkArgsText(meta) != nil {
-		return job.Invalid("metadata", "must be a JSON object (valid UTF-8, without \\u0000)")
+	if meta[0] != '{' {
+		return job.Invalid("metadata", "must be a JSON object")
+	}
+	if err := job.CheckJSON("metadata", meta); err != nil {
+		return err
 	}
 	wid, err := uuid.NewV7()
 	if err != nil {
