@@ -25,7 +25,7 @@ type submitBody struct {
 	Args           json.RawMessage `json:"args"`
 	Priority       *int            `json:"priority"`
 	RunAt          *string         `json:"run_at"`
-	MaxAttempts    int             `json:"max_attempts"`
+	MaxAttempts    *int            `json:"max_attempts"`
 	LeaseTTL       *string         `json:"lease_ttl"`
 	LockKey        string          `json:"lock_key"`
 	PartitionKey   string          `json:"partition_key"`
@@ -38,9 +38,17 @@ type submitBody struct {
 func (b *submitBody) params() (job.InsertParams, error) {
 	p := job.InsertParams{
 		Queue: b.Queue, Kind: b.Kind, Args: b.Args, Priority: b.Priority,
-		MaxAttempts: b.MaxAttempts, LockKey: b.LockKey, PartitionKey: b.PartitionKey,
+		LockKey: b.LockKey, PartitionKey: b.PartitionKey,
 		IdempotencyKey: b.IdempotencyKey, Unique: b.Unique,
 		Requires: b.Requires, Prefers: b.Prefers,
+	}
+	if b.MaxAttempts != nil {
+		// Sent, it is meant: 0 is not "the default" (job.InsertParams'
+		// zero value is, for Go callers).
+		if *b.MaxAttempts < 1 {
+			return p, job.Invalid("max_attempts", "must be between 1 and %d, got %d", job.MaxMaxAttempts, *b.MaxAttempts)
+		}
+		p.MaxAttempts = *b.MaxAttempts
 	}
 	if b.RunAt != nil {
 		t, err := parseTime("run_at", *b.RunAt)
