@@ -110,7 +110,11 @@ func (s *server) setWorkerDisabled(w http.ResponseWriter, r *http.Request, disab
 	if err := checkQuery(r); err != nil {
 		return err
 	}
-	x, err := s.store.WorkerSetDisabled(r.Context(), r.PathValue("id"), disabled)
+	id, err := workerPathID(r)
+	if err != nil {
+		return err
+	}
+	x, err := s.store.WorkerSetDisabled(r.Context(), id, disabled)
 	if err != nil {
 		return err
 	}
@@ -122,11 +126,26 @@ func (s *server) deleteWorker(w http.ResponseWriter, r *http.Request) error {
 	if err := checkQuery(r); err != nil {
 		return err
 	}
-	if err := s.store.WorkerDelete(r.Context(), r.PathValue("id")); err != nil {
+	id, err := workerPathID(r)
+	if err != nil {
+		return err
+	}
+	if err := s.store.WorkerDelete(r.Context(), id); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// workerPathID reads the {id} of a worker route: a worker id is a UUID
+// (createWorker makes them), and any other text, which could not be
+// stored (NUL, invalid UTF-8), names no worker.
+func workerPathID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if _, err := uuid.Parse(id); err != nil {
+		return "", badRequest("id", "id must be a worker id (a UUID), got %q", id)
+	}
+	return id, nil
 }
 
 func toAPIWorker(w store.Worker) api.Worker {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -101,8 +100,8 @@ func (p *InsertParams) Normalize(maxArgs int) (argsHash string, err error) {
 		return "", Invalid("args", "must be a JSON object")
 	}
 	for field, v := range map[string]string{"lock_key": p.LockKey, "partition_key": p.PartitionKey, "idempotency_key": p.IdempotencyKey} {
-		if len(v) > 255 || !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
-			return "", Invalid(field, "must be valid UTF-8 of at most 255 bytes, without NUL")
+		if len(v) > MaxKeyBytes || CheckText(field, v) != nil {
+			return "", Invalid(field, "must be valid UTF-8 of at most %d bytes, without NUL", MaxKeyBytes)
 		}
 	}
 	if p.Requires, err = NormalizeCapabilities("requires", p.Requires); err != nil {

@@ -6,6 +6,9 @@ import (
 	"unicode/utf8"
 )
 
+// MaxKeyBytes caps a job's lock, partition and idempotency keys.
+const MaxKeyBytes = 255
+
 // MaxJSONDepth is the deepest nesting of arrays and objects a stored JSON
 // value may have. The stores keep deeper values, but jobd's answers embed
 // them a few levels further down (a job's args inside a list page, an
