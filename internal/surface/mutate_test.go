@@ -347,7 +347,7 @@ func mutateHeader(g *generator, d *draft) bool {
 // ruleBreaking are values of the right JSON type that break a rule of
 // most members: empty, control characters, over a length, negative.
 var ruleBreaking = map[string][]string{
-	"string":  {`""`, `" "`, `"a\u0001b"`, `"	"`, `"` + strings.Repeat("q", 129) + `"`, `"` + strings.Repeat("é", 128) + `"`, `"\u007f"`, `"\u202e"`},
+	"string":  {`""`, `" "`, `"a\u0001b"`, `"\t"`, `"` + strings.Repeat("q", 129) + `"`, `"` + strings.Repeat("é", 128) + `"`, `"\u007f"`, `"\u202e"`},
 	"integer": {`-1`, `0`, `2147483647`, `-2147483648`, `1000001`},
 	"number":  {`-1`, `0`, `1e11`, `-0.5`},
 	"array":   {`[""]`, `["a","a"]`, `[null]`, `[` + strings.Repeat(`"x",`, 40) + `"x"]`, `[1]`},
