@@ -23,7 +23,7 @@ var fuzzSeed = flag.Uint64("fuzzseed", 0, "seed of TestFuzzHTTPSurface; 0 takes 
 
 // defaultFuzzRequests is CI's budget per store: a few seconds each, both
 // stores at once. JOBD_FUZZ_REQUESTS raises it for a long run.
-const defaultFuzzRequests = 1500
+const defaultFuzzRequests = 1000
 
 // maxFindings stops a run that keeps finding things.
 const maxFindings = 30
