@@ -354,10 +354,28 @@ var ruleBreaking = map[string][]string{
 	"object":  {`{"":null}`, `{"a":null}`, `[]`, `{"a":1,"a":2}`},
 }
 
+// edgeTimes and edgeDurations are well-formed values at the edges of
+// what a time or a Go duration can be.
+var (
+	edgeTimes = []string{
+		`"0000-01-01T00:00:00Z"`, `"0001-01-01T00:00:00Z"`, `"9999-12-31T23:59:59.999999999Z"`, `"1970-01-01T00:00:00Z"`,
+		`"2024-02-29T12:00:00+14:00"`, `"2024-01-01T00:00:00-23:59"`, `"1969-12-31T23:59:59.999999999Z"`,
+	}
+	edgeDurations = []string{`"0s"`, `"1ns"`, `"-1s"`, `"2562047h47m16.854775807s"`, `"999999h"`, `"1s"`, `"0.5s"`}
+)
+
 func mutateRuleBreaking(g *generator, d *draft) bool {
 	i := g.someMember(d)
 	if i < 0 {
 		return false
+	}
+	switch s := d.op.Body.Properties[d.members[i].name]; {
+	case s != nil && s.Format == "date-time":
+		d.members[i].value = []byte(edgeTimes[g.r.IntN(len(edgeTimes))])
+		return true
+	case d.members[i].name == "lease_ttl" || d.members[i].name == "wait":
+		d.members[i].value = []byte(edgeDurations[g.r.IntN(len(edgeDurations))])
+		return true
 	}
 	vs := ruleBreaking[memberType(d, i)]
 	if len(vs) == 0 {
