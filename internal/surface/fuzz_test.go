@@ -166,7 +166,7 @@ func longPoll(op *operation) bool {
 func (f *fuzz) one(d *draft) {
 	req := d.render()
 	op := d.op
-	write := mayWrite(op)
+	write := mayWrite(op) || d.method != ""
 	var before fingerprint
 	if write {
 		if f.known != nil {
@@ -246,8 +246,8 @@ func (f *fuzz) checkStatus(d *draft, a *answer) {
 // checkAuth: 401/403 exactly when the credential lacks the scope, and
 // then no store call but the credential's lookup.
 func (f *fuzz) checkAuth(d *draft, a *answer) {
-	if a.status >= 300 && a.status < 400 || a.status == 405 || noRoute(a) {
-		return // the path no longer names the operation
+	if a.status >= 300 && a.status < 400 || a.status == 405 || noRoute(a) || d.method != "" {
+		return // the request no longer names the operation
 	}
 	refused := a.status == 401 || a.status == 403
 	switch ok := passes(d.op, d.cred); {
@@ -324,7 +324,11 @@ func (f *fuzz) learn(d *draft, a *answer) {
 	}
 	var v struct{ ID, JobID, WorkerID, APIKey, Key, NextCursor, ResumeCursor string }
 	_ = json.Unmarshal(a.body, &v)
-	switch op := d.op.String(); {
+	method := d.op.Method
+	if d.method != "" {
+		method = d.method
+	}
+	switch op := method + " " + d.op.Path; {
 	case op == "POST /api/v1/jobs" || op == "POST /api/v1/jobs/trigger":
 		g.keep(&g.pools.jobIDs, v.ID+v.JobID)
 	case op == "POST /api/v1/keys":
@@ -342,13 +346,13 @@ func (f *fuzz) learn(d *draft, a *answer) {
 	if id := a.header.Get("X-Async-Id"); id != "" {
 		g.keep(&g.pools.asyncIDs, id)
 	}
-	if g.lease != nil && mayWrite(d.op) {
+	if g.lease != nil && (mayWrite(d.op) || d.method != "") {
 		j, err := f.n.st.JobGet(f.t.Context(), uuid.MustParse(g.lease.id))
 		if err != nil || j.LeaseToken.String() != g.lease.token {
 			g.lease = nil
 		}
 	}
-	if mayWrite(d.op) {
+	if mayWrite(d.op) || d.method != "" {
 		f.known = nil
 	}
 }

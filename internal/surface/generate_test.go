@@ -61,6 +61,9 @@ type draft struct {
 	hasRaw bool
 	noBody bool
 	cred   credential
+	// method, when set, replaces the operation's: the request is then
+	// another operation's, or none's.
+	method string
 	// changes names what the mutations did, for the messages.
 	changes []string
 }
@@ -363,6 +366,9 @@ func (d *draft) render() request {
 		path += "?" + strings.Join(d.query, "&")
 	}
 	req := request{method: d.op.Method, path: path, header: d.header, cred: d.cred.value, noBody: d.noBody}
+	if d.method != "" {
+		req.method = d.method
+	}
 	switch {
 	case d.noBody:
 	case d.hasRaw:

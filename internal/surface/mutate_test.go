@@ -84,6 +84,15 @@ var mutations = []mutation{
 	{"duplicate member", mutateDuplicateMember},
 	{"rule-breaking value", mutateRuleBreaking},
 	{"rule-breaking value", mutateRuleBreaking},
+	{"method", mutateMethod},
+}
+
+func mutateMethod(g *generator, d *draft) bool {
+	if g.r.IntN(3) != 0 {
+		return false // another method is mostly a 405: now and then only
+	}
+	d.method = pick(g.r, "GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+	return d.method != d.op.Method
 }
 
 // mutate applies 1 to 3 mutations that apply to d.
