@@ -202,7 +202,7 @@ func (f *fuzz) one(d *draft) {
 	f.statuses[a.status]++
 	f.checkStatus(d, a)
 	f.checkAuth(d, a)
-	if write && a.status >= 400 && a.status < 500 && !decidedByTask(op, a) {
+	if write && a.status >= 400 && a.status < 500 && !decidedByTask(req.method, op, a) {
 		// A refusal that called the store for reads only cannot have
 		// written: its fingerprint is compared one time in four, the
 		// others every time.
@@ -277,8 +277,8 @@ func noRoute(a *answer) bool {
 // decided by the task itself (no such process, or one in the wrong
 // status): such a call is queued as a task job, which the journal keeps,
 // before the process's own serialised task can say no.
-func decidedByTask(op *operation, a *answer) bool {
-	if op.Method != http.MethodPost || !strings.HasPrefix(op.Path, "/api/v1/processes/") {
+func decidedByTask(method string, op *operation, a *answer) bool {
+	if method != http.MethodPost || !strings.HasPrefix(op.Path, "/api/v1/processes/") {
 		return false
 	}
 	var p api.Problem
