@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -261,6 +262,46 @@ func TestWaitFallback(t *testing.T) {
 		}
 		if polls.Load() == 0 {
 			t.Error("Wait did not long-poll")
+		}
+	})
+}
+
+// TestWorkerTextWithNUL: a NUL in a worker's error or phase (a program's
+// stderr may hold one), which the server refuses, is sent as U+FFFD, so
+// that the failure is not lost.
+func TestWorkerTextWithNUL(t *testing.T) {
+	const secret = "s3cret"
+	eachStore(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		admin, url := serve(t, st, httpapi.Config{AdminSecret: secret}, secret, nil)
+		reg, err := admin.CreateWorker(ctx, api.WorkerRequest{Name: "w"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := client.New(url, reg.APIKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := admin.Submit(ctx, api.SubmitRequest{Kind: "k", Queue: "q"}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := w.Claim(ctx, []string{"q"}, 1, 0)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("claim: %v, %v", got, err)
+		}
+		j := got[0]
+		if _, err := w.ReportProgress(ctx, j.ID, j.LeaseToken, api.Progress{Phase: "a\x00b", Done: 1, Total: 2}); err != nil {
+			t.Fatalf("progress with a NUL: %v", err)
+		}
+		if _, err := w.Fail(ctx, j.ID, j.LeaseToken, "exit 1: \x00oops", false); err != nil {
+			t.Fatalf("fail with a NUL: %v", err)
+		}
+		final, err := admin.Get(ctx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if final.State != api.StateFailed || final.Error != "exit 1: \uFFFDoops" || final.Progress.Phase != "a\uFFFDb" {
+			t.Fatalf("job %s, error %q, phase %q", final.State, final.Error, final.Progress.Phase)
 		}
 	})
 }

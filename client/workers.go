@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -81,10 +82,11 @@ func (c *Client) Claim(ctx context.Context, queues []string, max int, wait time.
 }
 
 // ReportProgress stores a claimed job's progress and extends its lease;
-// it reports whether cancel was requested.
+// it reports whether cancel was requested. A NUL in the phase is sent as
+// U+FFFD (see Fail).
 func (c *Client) ReportProgress(ctx context.Context, id, token uuid.UUID, p api.Progress) (cancelRequested bool, err error) {
 	var out api.ProgressResponse
-	req := api.ProgressRequest{LeaseToken: token, Phase: p.Phase, Done: p.Done, Total: p.Total, Items: p.Items}
+	req := api.ProgressRequest{LeaseToken: token, Phase: storableText(p.Phase), Done: p.Done, Total: p.Total, Items: p.Items}
 	if _, _, err := c.do(ctx, http.MethodPost, workerJobPath(id, "progress"), nil, req, &out); err != nil {
 		return false, err
 	}
@@ -106,11 +108,21 @@ func (c *Client) Complete(ctx context.Context, id, token uuid.UUID, result json.
 }
 
 // Fail fails a claimed job; a retryable failure with attempts left
-// queues it again. It returns the state the job reached.
+// queues it again. It returns the state the job reached. A NUL in msg
+// (a program's stderr may hold one) is sent as U+FFFD, as encoding/json
+// sends invalid UTF-8: the server refuses text it cannot store, and a
+// job's failure must not be lost for a byte of its message.
 func (c *Client) Fail(ctx context.Context, id, token uuid.UUID, msg string, retryable bool) (api.State, error) {
 	var out api.FinishResponse
-	_, _, err := c.do(ctx, http.MethodPost, workerJobPath(id, "fail"), nil, api.FailRequest{LeaseToken: token, Error: msg, Retryable: retryable}, &out)
+	req := api.FailRequest{LeaseToken: token, Error: storableText(msg), Retryable: retryable}
+	_, _, err := c.do(ctx, http.MethodPost, workerJobPath(id, "fail"), nil, req, &out)
 	return out.State, err
+}
+
+// storableText replaces the NUL characters of s, which the server
+// refuses in a worker's text, with U+FFFD.
+func storableText(s string) string {
+	return strings.ReplaceAll(s, "\x00", "\uFFFD")
 }
 
 func workerJobPath(id uuid.UUID, action string) string {

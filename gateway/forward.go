@@ -70,14 +70,16 @@ func readMode(h http.Header) (asyncMode, error) {
 
 // forward: any method on /gw/NAME/...
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request) {
+	// The credential first: which upstreams exist is not for a caller
+	// without one to learn.
+	if err := g.authorize(r, api.ScopeSubmit); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
 	name, rest, ok := splitForward(r.URL.EscapedPath())
 	up := g.upstreams[name]
 	if !ok || up == nil {
 		g.writeError(w, r, problemf(api.ProblemNotFound, "", "no upstream %q is configured", name))
-		return
-	}
-	if err := g.authorize(r, api.ScopeSubmit); err != nil {
-		g.writeError(w, r, err)
 		return
 	}
 	mode, err := readMode(r.Header)

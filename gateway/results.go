@@ -81,7 +81,7 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rest string) error
 	}
 	id, err := uuid.Parse(rest)
 	if err != nil || strings.Contains(rest, "/") {
-		return problemf(api.ProblemBadRequest, "type", "%q is neither an async request id nor done or pending", rest)
+		return errNoRequest // as for any unknown id, by ArangoDB's contract
 	}
 	j, err := g.lookup(r, id)
 	if err != nil {

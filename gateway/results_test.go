@@ -167,7 +167,8 @@ func TestDelete(t *testing.T) {
 }
 
 // TestListsAndBadPaths: GET done / pending list ids oldest first, at most
-// ?count=; any other type, a bad count or the bare collection is a 400.
+// ?count=; a bad count or the bare collection is a 400, an id that is
+// not one (foobar) a 404.
 func TestListsAndBadPaths(t *testing.T) {
 	eachStore(t, func(t *testing.T, db database) {
 		up := newUpstream(t)
@@ -201,8 +202,8 @@ func TestListsAndBadPaths(t *testing.T) {
 			t.Fatalf("pending = %v, want [%s %s]", got, running, queued)
 		}
 		for _, path := range []string{
-			"/api/v1/async/foobar", "/api/v1/async/done?count=0", "/api/v1/async/pending?count=x",
-			"/api/v1/async/", "/_api/job/", "/_api/job", "/_api/job/other",
+			"/api/v1/async/done?count=0", "/api/v1/async/pending?count=x",
+			"/api/v1/async/", "/_api/job/", "/_api/job",
 		} {
 			want(t, "GET "+path, n.do("GET", path, ""), http.StatusBadRequest)
 		}
@@ -210,6 +211,8 @@ func TestListsAndBadPaths(t *testing.T) {
 			want(t, "PUT "+path, n.do("PUT", path, ""), http.StatusBadRequest)
 		}
 		want(t, "PUT foobar", n.do("PUT", "/_api/job/foobar", ""), http.StatusNotFound)
+		want(t, "GET foobar", n.do("GET", "/api/v1/async/foobar", ""), http.StatusNotFound)
+		want(t, "GET other", n.do("GET", "/_api/job/other", ""), http.StatusNotFound)
 		want(t, "PUT unknown", n.do("PUT", "/api/v1/async/"+uuid.NewString(), ""), http.StatusNotFound)
 		want(t, "GET unknown", n.do("GET", "/api/v1/async/"+uuid.NewString(), ""), http.StatusNotFound)
 		want(t, "POST", n.do("POST", "/_api/job/done", ""), http.StatusMethodNotAllowed)
@@ -242,4 +245,27 @@ func TestCancelOnAnotherNode(t *testing.T) {
 	recv(t, up.aborted, "the worker node to abort the call")
 	worker.waitState(id, job.StateCanceled)
 	want(t, "PUT canceled", front.do("PUT", "/_api/job/"+id.String(), ""), http.StatusGone)
+}
+
+// TestResultRoutesUnknownIDs: every result route, under /api/v1/async/
+// and /_api/job/, answers 404 not-found for an id that is not a UUID,
+// as for an unknown UUID: ArangoDB's contract is 404 for any unknown id.
+func TestResultRoutesUnknownIDs(t *testing.T) {
+	eachStore(t, func(t *testing.T, db database) {
+		up := newUpstream(t)
+		n := start(t, db, up, options{secret: "s3cret"})
+		for _, prefix := range []string{"/api/v1/async/", "/_api/job/"} {
+			for _, id := range []string{"foobar", "123", "0190b7a4-0000-7000-8000", "x%00y", "a/b", "%ff", uuid.NewString()} {
+				for _, c := range []struct{ method, path string }{
+					{"GET", prefix + id}, {"PUT", prefix + id}, {"PUT", prefix + id + "/cancel"}, {"DELETE", prefix + id},
+				} {
+					r := n.do(c.method, c.path, "")
+					want(t, c.method+" "+c.path, r, http.StatusNotFound)
+					if typ := problemType(t, r); typ != api.ProblemNotFound {
+						t.Fatalf("%s %s: problem %s, want not-found", c.method, c.path, typ)
+					}
+				}
+			}
+		}
+	})
 }

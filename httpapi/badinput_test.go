@@ -90,3 +90,36 @@ func TestBadInputWritesNothing(t *testing.T) {
 		}
 	})
 }
+
+// TestMaxAttemptsExplicit: max_attempts sent as 0 or below is refused
+// (422 naming it), not replaced by the default; omitted or null, it is
+// the default 5. The trigger route has no max_attempts and refuses it.
+func TestMaxAttemptsExplicit(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store.Store) {
+		s := newServer(t, st, httpapi.Config{})
+		for _, v := range []string{"0", "-1", "-2147483648", "-9223372036854775808"} {
+			r := s.do("POST", "/api/v1/jobs", `{"kind":"k","max_attempts":`+v+`}`)
+			if r.status != 422 {
+				t.Errorf("max_attempts %s: status %d, want 422 (%s)", v, r.status, r.body)
+				continue
+			}
+			r.problem(t, 422, "max_attempts")
+			r = s.do("POST", "/api/v1/jobs/trigger", `{"task":"k","max_attempts":`+v+`}`)
+			if r.status != 400 && r.status != 422 {
+				t.Errorf("trigger max_attempts %s: status %d (%s)", v, r.status, r.body)
+				continue
+			}
+			r.problem(t, r.status, "max_attempts")
+		}
+		if n := countJobs(t, st); n != 0 {
+			t.Fatalf("%d jobs after refused submissions", n)
+		}
+		for body, want := range map[string]int{
+			`{"kind":"k"}`: 5, `{"kind":"k","max_attempts":null}`: 5, `{"kind":"k","max_attempts":1}`: 1,
+		} {
+			if j := s.submit(t, body, 201); j.MaxAttempts != want {
+				t.Errorf("%s: max_attempts %d, want %d", body, j.MaxAttempts, want)
+			}
+		}
+	})
+}

@@ -7,9 +7,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -27,7 +25,7 @@ type submitBody struct {
 	Args           json.RawMessage `json:"args"`
 	Priority       *int            `json:"priority"`
 	RunAt          *string         `json:"run_at"`
-	MaxAttempts    int             `json:"max_attempts"`
+	MaxAttempts    *int            `json:"max_attempts"`
 	LeaseTTL       *string         `json:"lease_ttl"`
 	LockKey        string          `json:"lock_key"`
 	PartitionKey   string          `json:"partition_key"`
@@ -40,9 +38,17 @@ type submitBody struct {
 func (b *submitBody) params() (job.InsertParams, error) {
 	p := job.InsertParams{
 		Queue: b.Queue, Kind: b.Kind, Args: b.Args, Priority: b.Priority,
-		MaxAttempts: b.MaxAttempts, LockKey: b.LockKey, PartitionKey: b.PartitionKey,
+		LockKey: b.LockKey, PartitionKey: b.PartitionKey,
 		IdempotencyKey: b.IdempotencyKey, Unique: b.Unique,
 		Requires: b.Requires, Prefers: b.Prefers,
+	}
+	if b.MaxAttempts != nil {
+		// Sent, it is meant: 0 is not "the default" (job.InsertParams'
+		// zero value is, for Go callers).
+		if *b.MaxAttempts < 1 {
+			return p, job.Invalid("max_attempts", "must be between 1 and %d, got %d", job.MaxMaxAttempts, *b.MaxAttempts)
+		}
+		p.MaxAttempts = *b.MaxAttempts
 	}
 	if b.RunAt != nil {
 		t, err := parseTime("run_at", *b.RunAt)
@@ -71,8 +77,8 @@ func parseTime(field, v string) (time.Time, error) {
 }
 
 // checkInsert validates p as the store will (job.InsertParams.Normalize,
-// filling defaults in p) plus what the databases cannot hold: integers
-// beyond 32 bits and NUL characters in text. It writes nothing.
+// filling defaults in p, refusing text no store keeps) plus integers
+// beyond 32 bits. It writes nothing.
 func (s *server) checkInsert(p *job.InsertParams) error {
 	if isJSONNull(p.Args) {
 		p.Args = nil
@@ -86,80 +92,7 @@ func (s *server) checkInsert(p *job.InsertParams) error {
 	if p.MaxAttempts > math.MaxInt32 {
 		return job.Invalid("max_attempts", "must be at most %d", math.MaxInt32)
 	}
-	for field, v := range map[string]string{"lock_key": p.LockKey, "partition_key": p.PartitionKey, "idempotency_key": p.IdempotencyKey} {
-		if strings.ContainsRune(v, 0) {
-			return job.Invalid(field, "must not contain NUL characters")
-		}
-	}
-	return checkArgsText(p.Args)
-}
-
-// checkArgsText rejects args PostgreSQL's jsonb cannot store: invalid
-// UTF-8, a NUL character or a lone UTF-16 surrogate escape in a string.
-func checkArgsText(args json.RawMessage) error {
-	if !utf8.Valid(args) || !jsonEscapesOK(args) {
-		return job.Invalid("args", "must be valid UTF-8 without NUL characters or unpaired surrogates")
-	}
 	return nil
-}
-
-// jsonEscapesOK scans valid JSON text for \u0000 and for \u escapes of
-// UTF-16 surrogates that do not form a pair.
-func jsonEscapesOK(b []byte) bool {
-	inString := false
-	for i := 0; i < len(b); i++ {
-		switch c := b[i]; {
-		case c == '"':
-			inString = !inString
-		case c == '\\' && inString:
-			i++
-			if i >= len(b) || b[i] != 'u' {
-				continue // a one-character escape
-			}
-			r, ok := hex4(b, i+1)
-			i += 4
-			switch {
-			case !ok || r == 0:
-				return false
-			case r >= 0xdc00 && r <= 0xdfff:
-				return false // a low surrogate without its high one
-			case r >= 0xd800 && r <= 0xdbff:
-				// A high surrogate must be followed by \u and a low one.
-				if i+2 >= len(b) || b[i+1] != '\\' || b[i+2] != 'u' {
-					return false
-				}
-				lo, ok := hex4(b, i+3)
-				if !ok || lo < 0xdc00 || lo > 0xdfff {
-					return false
-				}
-				i += 6
-			}
-		}
-	}
-	return true
-}
-
-// hex4 reads the four hex digits at b[i:].
-func hex4(b []byte, i int) (rune, bool) {
-	if i+4 > len(b) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[i : i+4] {
-		var d byte
-		switch {
-		case c >= '0' && c <= '9':
-			d = c - '0'
-		case c >= 'a' && c <= 'f':
-			d = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			d = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(d)
-	}
-	return r, true
 }
 
 func isJSONNull(raw json.RawMessage) bool {

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/internal/problem"
+	"github.com/jobd/jobd/job"
 )
 
 // badRequest is a 400 problem naming field.
@@ -51,8 +53,10 @@ func marshal(v any) ([]byte, error) {
 }
 
 // decodeBody reads r's JSON body into dst, strictly: one JSON value, no
-// unknown members, no more than the configured limit. Its errors are 400
-// or 413 problems naming the field when the decoder tells which.
+// unknown members, no more than the configured limit, and nothing in any
+// member that a store cannot keep (checkMembers). Its errors are 400 or
+// 413 problems naming the field when the decoder tells which, and 422
+// problems naming the member that holds unstorable text.
 func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any) error {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
@@ -75,6 +79,31 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any) err
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return badRequest("", "the request body holds more than one JSON value")
+	}
+	return checkMembers(body)
+}
+
+// checkMembers refuses, naming the member, a body one of whose top-level
+// members holds what no store keeps (job.CheckJSON): NUL, a lone UTF-16
+// surrogate or invalid UTF-8 in a string, or nesting too deep. Every
+// string a caller or a worker sends is checked so, whether the handler
+// keeps it as JSON (args, items, checkpoint, result) or as text (error,
+// phase, names): encoding/json would hand a Go string a NUL that
+// PostgreSQL refuses, and silently turn the rest into U+FFFD.
+func checkMembers(body []byte) error {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(body, &members) != nil {
+		return nil // not an object: the typed decode accepted it as it is
+	}
+	names := make([]string, 0, len(members))
+	for name := range members {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if err := job.CheckJSON(name, members[name]); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -61,6 +61,18 @@ func (s *server) processes(r *http.Request) (*process.Runner, error) {
 	return s.cfg.Processes, nil
 }
 
+// processID reads the {id} of a process route: text every store keeps
+// (valid UTF-8 without NUL), short enough for the lock key of its tasks
+// (process.LockKey) to fit job.MaxKeyBytes.
+func processID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	limit := job.MaxKeyBytes - len(process.LockKey(r.PathValue("ns"), ""))
+	if id == "" || len(id) > limit || job.CheckText("id", id) != nil {
+		return "", badRequest("id", "a process id is 1 to %d bytes of UTF-8 without NUL", limit)
+	}
+	return id, nil
+}
+
 // initProcess: POST /api/v1/processes/{ns}/{id}.
 func (s *server) initProcess(w http.ResponseWriter, r *http.Request) error {
 	return s.runTask(w, r, process.TaskInit, http.StatusCreated)
@@ -99,14 +111,22 @@ func (s *server) runTask(w http.ResponseWriter, r *http.Request, task process.Ta
 	if err != nil {
 		return err
 	}
+	ns := r.PathValue("ns")
+	id, err := processID(r)
+	if err != nil {
+		return err
+	}
+	key := r.Header.Get("Idempotency-Key")
+	if limit := job.MaxKeyBytes - len(process.LockKey(ns, id)+":"); key != "" && (len(key) > limit || job.CheckText("Idempotency-Key", key) != nil) {
+		return badRequest("Idempotency-Key", "Idempotency-Key must be UTF-8 of at most %d bytes for this process", limit)
+	}
 	var body api.ProcessTaskRequest
 	if r.ContentLength != 0 {
 		if err := s.decodeBody(w, r, &body); err != nil {
 			return err
 		}
 	}
-	ns, id := r.PathValue("ns"), r.PathValue("id")
-	j, err := runner.Submit(r.Context(), ns, id, task, body.Args, r.Header.Get("Idempotency-Key"))
+	j, err := runner.Submit(r.Context(), ns, id, task, body.Args, key)
 	if err != nil {
 		return err
 	}
@@ -187,7 +207,11 @@ func (s *server) getProcess(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.processes(r); err != nil {
 		return err
 	}
-	p, err := s.store.ProcessGet(r.Context(), r.PathValue("ns"), r.PathValue("id"), page)
+	id, err := processID(r)
+	if err != nil {
+		return err
+	}
+	p, err := s.store.ProcessGet(r.Context(), r.PathValue("ns"), id, page)
 	if err != nil {
 		return err
 	}
@@ -204,7 +228,11 @@ func (s *server) deleteProcess(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.processes(r); err != nil {
 		return err
 	}
-	if err := s.store.ProcessDelete(r.Context(), r.PathValue("ns"), r.PathValue("id")); err != nil {
+	id, err := processID(r)
+	if err != nil {
+		return err
+	}
+	if err := s.store.ProcessDelete(r.Context(), r.PathValue("ns"), id); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -219,6 +247,9 @@ func (s *server) listProcesses(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	params := store.ProcessListParams{Namespace: r.PathValue("ns"), After: q.Get("after"), Limit: DefaultHistoryLimit}
+	if err := job.CheckText("after", params.After); err != nil {
+		return badRequest("after", "after must be a process id: UTF-8 without NUL")
+	}
 	switch st := store.ProcessStatus(q.Get("status")); st {
 	case "", store.ProcessRunning, store.ProcessError:
 		params.Status = st

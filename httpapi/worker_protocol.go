@@ -18,7 +18,8 @@ import (
 const (
 	maxClaimQueues = 32
 	maxClaimJobs   = 1000
-	// maxWorkerError caps the error text a worker reports.
+	// maxWorkerError caps the error text a worker reports; a longer one
+	// is cut on a rune boundary.
 	maxWorkerError = 64 << 10
 )
 
@@ -166,9 +167,6 @@ func (s *server) workerProgress(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	if len(req.Items) > 0 && checkArgsText(req.Items) != nil {
-		return job.Invalid("items", "must be valid UTF-8 JSON without \\u0000")
-	}
 	p := job.Progress{Phase: req.Phase, Done: req.Done, Total: req.Total, Items: req.Items}
 	cancel, err := s.store.JobSetProgress(r.Context(), store.Lease{ID: id, Token: req.LeaseToken}, p)
 	if err != nil { // job.ErrLeaseLost is answered 409 lease-lost
@@ -187,8 +185,8 @@ func (s *server) workerCheckpoint(w http.ResponseWriter, r *http.Request) error 
 	if err := s.decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	if len(req.Checkpoint) == 0 || checkArgsText(req.Checkpoint) != nil {
-		return job.Invalid("checkpoint", "is required: valid UTF-8 JSON without \\u0000")
+	if len(req.Checkpoint) == 0 {
+		return job.Invalid("checkpoint", "is required")
 	}
 	err = s.store.JobSetCheckpoint(r.Context(), store.Lease{ID: id, Token: req.LeaseToken}, req.Checkpoint)
 	if err != nil { // job.ErrLeaseLost is answered 409 lease-lost
@@ -209,9 +207,6 @@ func (s *server) workerComplete(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	if len(req.Result) > 0 && checkArgsText(req.Result) != nil {
-		return job.Invalid("result", "must be valid UTF-8 JSON without \\u0000")
-	}
 	return s.workerFinish(w, r, store.Outcome{
 		Lease: store.Lease{ID: id, Token: req.LeaseToken}, Status: store.OutcomeSucceeded, Result: req.Result,
 	})
@@ -228,13 +223,9 @@ func (s *server) workerFail(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	msg := req.Error
-	if len(msg) > maxWorkerError {
-		msg = msg[:maxWorkerError]
-	}
 	return s.workerFinish(w, r, store.Outcome{
 		Lease: store.Lease{ID: id, Token: req.LeaseToken}, Status: store.OutcomeFailed,
-		Error: msg, Retryable: req.Retryable, RetryDelay: s.cfg.WorkerRetryDelay,
+		Error: job.CutText(req.Error, maxWorkerError), Retryable: req.Retryable, RetryDelay: s.cfg.WorkerRetryDelay,
 	})
 }
 

@@ -46,8 +46,11 @@ func (s *server) createWorker(w http.ResponseWriter, r *http.Request) error {
 	if len(meta) > maxWorkerField {
 		return job.Invalid("metadata", "is over the limit of %d bytes", maxWorkerField)
 	}
-	if meta[0] != '{' || checkArgsText(meta) != nil {
-		return job.Invalid("metadata", "must be a JSON object (valid UTF-8, without \\u0000)")
+	if meta[0] != '{' {
+		return job.Invalid("metadata", "must be a JSON object")
+	}
+	if err := job.CheckJSON("metadata", meta); err != nil {
+		return err
 	}
 	wid, err := uuid.NewV7()
 	if err != nil {
@@ -107,7 +110,11 @@ func (s *server) setWorkerDisabled(w http.ResponseWriter, r *http.Request, disab
 	if err := checkQuery(r); err != nil {
 		return err
 	}
-	x, err := s.store.WorkerSetDisabled(r.Context(), r.PathValue("id"), disabled)
+	id, err := workerPathID(r)
+	if err != nil {
+		return err
+	}
+	x, err := s.store.WorkerSetDisabled(r.Context(), id, disabled)
 	if err != nil {
 		return err
 	}
@@ -119,11 +126,26 @@ func (s *server) deleteWorker(w http.ResponseWriter, r *http.Request) error {
 	if err := checkQuery(r); err != nil {
 		return err
 	}
-	if err := s.store.WorkerDelete(r.Context(), r.PathValue("id")); err != nil {
+	id, err := workerPathID(r)
+	if err != nil {
+		return err
+	}
+	if err := s.store.WorkerDelete(r.Context(), id); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// workerPathID reads the {id} of a worker route: a worker id is a UUID
+// (createWorker makes them), and any other text, which could not be
+// stored (NUL, invalid UTF-8), names no worker.
+func workerPathID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if _, err := uuid.Parse(id); err != nil {
+		return "", badRequest("id", "id must be a worker id (a UUID), got %q", id)
+	}
+	return id, nil
 }
 
 func toAPIWorker(w store.Worker) api.Worker {

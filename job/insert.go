@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -93,17 +92,16 @@ func (p *InsertParams) Normalize(maxArgs int) (argsHash string, err error) {
 	if len(bytes.TrimSpace(p.Args)) == 0 {
 		p.Args = json.RawMessage(`{}`)
 	}
-	if !utf8.Valid(p.Args) || hasNULEscape(p.Args) {
-		// PostgreSQL's jsonb stores neither invalid UTF-8 nor \u0000.
-		return "", Invalid("args", "must be valid UTF-8 JSON without \\u0000 or lone surrogates")
+	if err := CheckJSON("args", p.Args); err != nil {
+		return "", err
 	}
 	obj, err := decodeObject(p.Args)
 	if err != nil {
 		return "", Invalid("args", "must be a JSON object")
 	}
 	for field, v := range map[string]string{"lock_key": p.LockKey, "partition_key": p.PartitionKey, "idempotency_key": p.IdempotencyKey} {
-		if len(v) > 255 || !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
-			return "", Invalid(field, "must be valid UTF-8 of at most 255 bytes, without NUL")
+		if len(v) > MaxKeyBytes || CheckText(field, v) != nil {
+			return "", Invalid(field, "must be valid UTF-8 of at most %d bytes, without NUL", MaxKeyBytes)
 		}
 	}
 	if p.Requires, err = NormalizeCapabilities("requires", p.Requires); err != nil {
@@ -120,39 +118,6 @@ func (p *InsertParams) Normalize(maxArgs int) (argsHash string, err error) {
 	default:
 		return "", Invalid("unique", "must be %q or empty, got %q", UniqueActive, p.Unique)
 	}
-}
-
-// hasNULEscape reports whether raw JSON text contains a \u0000 escape or
-// an escaped lone surrogate, which PostgreSQL's jsonb refuses. A
-// backslash-escaped backslash before "u0000" is not an escape.
-func hasNULEscape(raw []byte) bool {
-	for i := 0; i < len(raw); i++ {
-		if raw[i] != '\\' {
-			continue
-		}
-		if i+1 < len(raw) && raw[i+1] == 'u' && i+6 <= len(raw) {
-			hex := strings.ToLower(string(raw[i+2 : i+6]))
-			if hex == "0000" {
-				return true
-			}
-			if hex[0] == 'd' && hex[1] >= '8' {
-				// A high surrogate must be followed by an escaped low one.
-				high := hex[1] <= 'b'
-				next := i + 6
-				if !high || next+6 > len(raw) || raw[next] != '\\' || raw[next+1] != 'u' {
-					return true
-				}
-				low := strings.ToLower(string(raw[next+2 : next+6]))
-				if low[0] != 'd' || low[1] < 'c' {
-					return true
-				}
-				i = next + 5
-				continue
-			}
-		}
-		i++ // skip the escaped character
-	}
-	return false
 }
 
 // decodeObject parses a JSON object keeping numbers exact, so that the args

@@ -1,0 +1,255 @@
+package surface_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
+)
+
+// recorder is the real store with every call noted against the request
+// that made it: a request's context carries a *callLog (tagged by the
+// node's handler), and each method appends its name to it before it runs.
+// Calls made outside a request (the engine's, the gateway's sweeps) carry
+// no log and are not noted. It proves that a refused request made no
+// store call but its credential's lookup. It also tells the test every
+// lease token a claim issues, which no answer but that claim's may show.
+type recorder struct {
+	st store.Store
+	// claimed hears of every lease token a claim issues, the engine's
+	// and the remote workers' alike.
+	claimed func(tokens []uuid.UUID)
+}
+
+var _ store.Store = recorder{}
+
+// callLog is the store calls of one request.
+type callLog struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+type callLogKey struct{}
+
+// withCallLog returns ctx carrying a new log, and the log.
+func withCallLog(ctx context.Context) (context.Context, *callLog) {
+	l := &callLog{}
+	return context.WithValue(ctx, callLogKey{}, l), l
+}
+
+// list returns the calls so far.
+func (l *callLog) list() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.calls...)
+}
+
+func note(ctx context.Context, method string) {
+	if l, ok := ctx.Value(callLogKey{}).(*callLog); ok {
+		l.mu.Lock()
+		l.calls = append(l.calls, method)
+		l.mu.Unlock()
+	}
+}
+
+func (r recorder) Migrate(ctx context.Context) error { note(ctx, "Migrate"); return r.st.Migrate(ctx) }
+func (r recorder) Ping(ctx context.Context) error    { note(ctx, "Ping"); return r.st.Ping(ctx) }
+func (r recorder) Close() error                      { return r.st.Close() }
+
+func (r recorder) JobInsertMany(ctx context.Context, params []job.InsertParams) ([]store.InsertResult, error) {
+	note(ctx, "JobInsertMany")
+	return r.st.JobInsertMany(ctx, params)
+}
+
+func (r recorder) JobGet(ctx context.Context, id uuid.UUID) (*job.Job, error) {
+	note(ctx, "JobGet")
+	return r.st.JobGet(ctx, id)
+}
+
+func (r recorder) JobList(ctx context.Context, params store.ListParams) (*store.ListResult, error) {
+	note(ctx, "JobList")
+	return r.st.JobList(ctx, params)
+}
+
+func (r recorder) JobEvents(ctx context.Context, id uuid.UUID) ([]job.Event, error) {
+	note(ctx, "JobEvents")
+	return r.st.JobEvents(ctx, id)
+}
+
+func (r recorder) JobClaim(ctx context.Context, params store.ClaimParams) ([]*job.Job, error) {
+	note(ctx, "JobClaim")
+	jobs, err := r.st.JobClaim(ctx, params)
+	if r.claimed != nil && len(jobs) > 0 {
+		tokens := make([]uuid.UUID, len(jobs))
+		for i, j := range jobs {
+			tokens[i] = j.LeaseToken
+		}
+		r.claimed(tokens)
+	}
+	return jobs, err
+}
+
+func (r recorder) JobHeartbeat(ctx context.Context, owner string, leases []store.Lease) ([]store.HeartbeatResult, error) {
+	note(ctx, "JobHeartbeat")
+	return r.st.JobHeartbeat(ctx, owner, leases)
+}
+
+func (r recorder) JobSetProgress(ctx context.Context, lease store.Lease, progress job.Progress) (bool, error) {
+	note(ctx, "JobSetProgress")
+	return r.st.JobSetProgress(ctx, lease, progress)
+}
+
+func (r recorder) JobSetCheckpoint(ctx context.Context, lease store.Lease, checkpoint json.RawMessage) error {
+	note(ctx, "JobSetCheckpoint")
+	return r.st.JobSetCheckpoint(ctx, lease, checkpoint)
+}
+
+func (r recorder) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]store.FinishResult, error) {
+	note(ctx, "JobFinish")
+	return r.st.JobFinish(ctx, outcomes)
+}
+
+func (r recorder) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error) {
+	note(ctx, "JobCancel")
+	return r.st.JobCancel(ctx, id)
+}
+
+func (r recorder) JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error) {
+	note(ctx, "JobRetry")
+	return r.st.JobRetry(ctx, id)
+}
+
+func (r recorder) JobRescue(ctx context.Context, limit int) (int, error) {
+	note(ctx, "JobRescue")
+	return r.st.JobRescue(ctx, limit)
+}
+
+func (r recorder) JobPrune(ctx context.Context, before time.Time, limit int) (int, error) {
+	note(ctx, "JobPrune")
+	return r.st.JobPrune(ctx, before, limit)
+}
+
+func (r recorder) JobPruneQueue(ctx context.Context, queue string, before time.Time, limit int) (int, error) {
+	note(ctx, "JobPruneQueue")
+	return r.st.JobPruneQueue(ctx, queue, before, limit)
+}
+
+func (r recorder) JobTake(ctx context.Context, id uuid.UUID) (*job.Job, error) {
+	note(ctx, "JobTake")
+	return r.st.JobTake(ctx, id)
+}
+
+func (r recorder) QueueList(ctx context.Context) ([]store.QueueInfo, error) {
+	note(ctx, "QueueList")
+	return r.st.QueueList(ctx)
+}
+
+func (r recorder) QueueSetPaused(ctx context.Context, queue string, paused bool) error {
+	note(ctx, "QueueSetPaused")
+	return r.st.QueueSetPaused(ctx, queue, paused)
+}
+
+func (r recorder) QueuePurge(ctx context.Context, queue string) (int64, error) {
+	note(ctx, "QueuePurge")
+	return r.st.QueuePurge(ctx, queue)
+}
+
+func (r recorder) LeaderAttempt(ctx context.Context, name, node string, ttl time.Duration) (bool, error) {
+	note(ctx, "LeaderAttempt")
+	return r.st.LeaderAttempt(ctx, name, node, ttl)
+}
+
+func (r recorder) LeaderResign(ctx context.Context, name, node string) error {
+	note(ctx, "LeaderResign")
+	return r.st.LeaderResign(ctx, name, node)
+}
+
+func (r recorder) KeyCreate(ctx context.Context, key store.APIKey) error {
+	note(ctx, "KeyCreate")
+	return r.st.KeyCreate(ctx, key)
+}
+
+func (r recorder) KeyList(ctx context.Context) ([]store.APIKey, error) {
+	note(ctx, "KeyList")
+	return r.st.KeyList(ctx)
+}
+
+func (r recorder) KeyByPrefix(ctx context.Context, prefix string) (*store.APIKey, error) {
+	note(ctx, "KeyByPrefix")
+	return r.st.KeyByPrefix(ctx, prefix)
+}
+
+func (r recorder) KeyRevoke(ctx context.Context, id string) error {
+	note(ctx, "KeyRevoke")
+	return r.st.KeyRevoke(ctx, id)
+}
+
+func (r recorder) WorkerCreate(ctx context.Context, w store.Worker, key store.APIKey) error {
+	note(ctx, "WorkerCreate")
+	return r.st.WorkerCreate(ctx, w, key)
+}
+
+func (r recorder) WorkerGet(ctx context.Context, id string) (*store.Worker, error) {
+	note(ctx, "WorkerGet")
+	return r.st.WorkerGet(ctx, id)
+}
+
+func (r recorder) WorkerList(ctx context.Context) ([]store.Worker, error) {
+	note(ctx, "WorkerList")
+	return r.st.WorkerList(ctx)
+}
+
+func (r recorder) WorkerSetDisabled(ctx context.Context, id string, disabled bool) (*store.Worker, error) {
+	note(ctx, "WorkerSetDisabled")
+	return r.st.WorkerSetDisabled(ctx, id, disabled)
+}
+
+func (r recorder) WorkerDelete(ctx context.Context, id string) error {
+	note(ctx, "WorkerDelete")
+	return r.st.WorkerDelete(ctx, id)
+}
+
+func (r recorder) WorkerSeen(ctx context.Context, id string, status store.WorkerStatus, done, failed int) error {
+	note(ctx, "WorkerSeen")
+	return r.st.WorkerSeen(ctx, id, status, done, failed)
+}
+
+func (r recorder) WorkerMarkOffline(ctx context.Context, cutoff time.Time) (int, error) {
+	note(ctx, "WorkerMarkOffline")
+	return r.st.WorkerMarkOffline(ctx, cutoff)
+}
+
+func (r recorder) ProcessGet(ctx context.Context, namespace, id string, page store.HistoryPage) (*store.Process, error) {
+	note(ctx, "ProcessGet")
+	return r.st.ProcessGet(ctx, namespace, id, page)
+}
+
+func (r recorder) ProcessList(ctx context.Context, params store.ProcessListParams) ([]store.Process, int64, error) {
+	note(ctx, "ProcessList")
+	return r.st.ProcessList(ctx, params)
+}
+
+func (r recorder) ProcessTaskFinish(ctx context.Context, res store.ProcessTaskResult) (*store.Process, error) {
+	note(ctx, "ProcessTaskFinish")
+	return r.st.ProcessTaskFinish(ctx, res)
+}
+
+func (r recorder) ProcessDelete(ctx context.Context, namespace, id string) error {
+	note(ctx, "ProcessDelete")
+	return r.st.ProcessDelete(ctx, namespace, id)
+}
+
+func (r recorder) Wake(ctx context.Context, queues ...string) error {
+	note(ctx, "Wake")
+	return r.st.Wake(ctx, queues...)
+}
+
+func (r recorder) Listen(ctx context.Context, notify func(store.Notification)) error {
+	note(ctx, "Listen")
+	return r.st.Listen(ctx, notify)
+}
