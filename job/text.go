@@ -1,6 +1,7 @@
 package job
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -17,15 +18,22 @@ const MaxKeyBytes = 255
 // recursion limit of 1 000. A value jobd keeps must come back readable.
 const MaxJSONDepth = 512
 
-// CheckJSON returns a *ValidationError naming field unless raw, JSON text,
-// can be stored by every driver as it is: valid UTF-8, no \u0000 escape
+// CheckJSON returns a *ValidationError naming field unless raw is empty
+// (none) or JSON that every driver can store as it is: well-formed, valid
+// UTF-8, no \u0000 escape
 // and no escaped UTF-16 surrogate without its pair in any string (the
 // text PostgreSQL's jsonb refuses, and encoding/json would silently turn
 // into U+FFFD), nested at most MaxJSONDepth deep. It is the one check of
 // every JSON value a caller or a worker hands jobd to keep: job args,
 // progress items, checkpoints, results, metadata, and each member of a
-// request body. It does not check that raw is well-formed JSON.
+// request body.
 func CheckJSON(field string, raw []byte) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	if !json.Valid(raw) {
+		return Invalid(field, "must be JSON")
+	}
 	if !utf8.Valid(raw) {
 		return Invalid(field, "must be valid UTF-8")
 	}

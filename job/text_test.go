@@ -12,7 +12,7 @@ func TestCheckJSON(t *testing.T) {
 	for _, good := range []string{
 		`{}`, `{"a":"é"}`, `{"a":"\ud83d\ude00"}`, `{"a":"\\u0000"}`, `{"a":"\\ud800"}`,
 		`{"a":"\u0001\n\"\\"}`, `"\uD83D\uDE00"`, `[1e400,-1e400,9223372036854775808]`, deep(MaxJSONDepth),
-		`{"a":"[[[[["}`, `"`,
+		`{"a":"[[[[["}`, ``,
 	} {
 		if err := CheckJSON("f", []byte(good)); err != nil {
 			t.Errorf("CheckJSON(%s): %v", good, err)
@@ -21,7 +21,7 @@ func TestCheckJSON(t *testing.T) {
 	for _, bad := range []string{
 		`{"a":"\u0000"}`, `{"\u0000":1}`, `"\ud800"`, `"\udc00"`, `"\ud800x"`, `"\ud800\u0041"`,
 		`"\ud800\ud800"`, `"\udbff"`, `"\uDFFF"`, "\"\xff\"", "\"\xc3\"", `"\u12"`, `"\u`,
-		deep(MaxJSONDepth + 1), `{"a":` + deep(MaxJSONDepth) + `}`,
+		deep(MaxJSONDepth + 1), `{"a":` + deep(MaxJSONDepth) + `}`, `"`, `{"a":}`,
 	} {
 		err := CheckJSON("f", []byte(bad))
 		var ve *ValidationError

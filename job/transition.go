@@ -79,14 +79,6 @@ func (o Outcome) Check() error {
 	return CheckJSON("result", o.Result)
 }
 
-// CheckJSON refuses raw, for field, unless it is empty (none) or JSON.
-func CheckJSON(field string, raw json.RawMessage) error {
-	if len(raw) > 0 && !json.Valid(raw) {
-		return Invalid(field, "must be JSON")
-	}
-	return nil
-}
-
 // LeaseExpired is the error and journal detail of a job whose lease
 // expired (Rescue).
 const LeaseExpired = "lease expired"

@@ -253,3 +253,10 @@ func (r recorder) Listen(ctx context.Context, notify func(store.Notification)) e
 	note(ctx, "Listen")
 	return r.st.Listen(ctx, notify)
 }
+
+// InTx notes the transaction as one call; the operations inside it run
+// on the real store's executor, unrecorded.
+func (r recorder) InTx(ctx context.Context, fn func(ctx context.Context, ex store.Executor) error) error {
+	note(ctx, "InTx")
+	return r.st.InTx(ctx, fn)
+}
