@@ -3,4 +3,4 @@
 -- takes its session value again, until the transaction ends.
 SELECT set_config(name, reset_val, true)
 FROM pg_settings
-WHERE name IN ('enable_bitmapscan', 'enable_seqscan', 'enable_sort');
+WHERE name IN ('enable_bitmapscan', 'enable_seqscan', 'enable_sort', 'jit');
