@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -27,7 +29,10 @@ var claimAfterSQL = strings.Replace(claimSQL, claimAfterMark,
 const claimAfterMark = "      AND queue = $2"
 
 // JobClaim moves up to params.Max available jobs to running, in one
-// statement. See store.Store.
+// statement, planned with the settings of planner_ordered.sql so that the
+// candidates come from an ordered walk of the claim index whatever the
+// table's statistics say. In a transaction of its own the settings, the
+// claim and COMMIT travel as one round trip. See store.Store.
 func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*job.Job, error) {
 	if params.Max <= 0 {
 		return nil, nil
@@ -42,11 +47,7 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 		query, args = claimAfterSQL, append(args, a.Priority, a.RunAt, a.ID)
 	}
 	for try := 0; ; try++ {
-		rows, err := s.db.Query(ctx, query, args...)
-		if err != nil {
-			return nil, fmt.Errorf("postgres: claim from %q: %w", params.Queue, err)
-		}
-		jobs, err := scanJobs(rows)
+		jobs, err := s.claimOnce(ctx, query, args)
 		// Run again, unless in a transaction of the caller's, which the
 		// error aborted.
 		if (uniqueViolation(err, "jobd_jobs_lock") || deadlock(err)) && s.tx == nil && try < claimRetries {
@@ -57,4 +58,35 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 		}
 		return jobs, nil
 	}
+}
+
+// claimOnce runs one claim statement under the ordered planner settings,
+// putting them back afterwards inside a transaction of the caller's.
+func (s *executor) claimOnce(ctx context.Context, query string, args []any) ([]*job.Job, error) {
+	var jobs []*job.Job
+	err := s.transact(ctx, func(r *rounds) error {
+		return r.round(ctx, true, func(b *pgx.Batch) {
+			b.Queue(plannerOrderedSQL)
+			b.Queue(query, args...)
+			if !r.own {
+				b.Queue(plannerResetSQL)
+			}
+		}, func(br pgx.BatchResults) error {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+			rows, err := br.Query()
+			if err != nil {
+				return err
+			}
+			if jobs, err = scanJobs(rows); err != nil {
+				return err
+			}
+			if !r.own {
+				_, err = br.Exec()
+			}
+			return err
+		})
+	})
+	return jobs, err
 }

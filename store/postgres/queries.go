@@ -7,6 +7,10 @@ import _ "embed" // the queries below
 var (
 	//go:embed sql/checkpoint.sql
 	checkpointSQL string
+	//go:embed sql/planner_ordered.sql
+	plannerOrderedSQL string
+	//go:embed sql/planner_reset.sql
+	plannerResetSQL string
 	//go:embed sql/claim.sql
 	claimSQL string
 	//go:embed sql/feed_horizon.sql

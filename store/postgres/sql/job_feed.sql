@@ -11,6 +11,7 @@ SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, le
        requires, prefers
 FROM jobd_jobs
 WHERE updated_at >= $6::timestamptz
+  AND updated_at >= $7::timestamptz -- where the index scan starts
   AND (updated_at, id) > ($7::timestamptz, $8::uuid)
   AND ($10::timestamptz IS NULL OR updated_at < $10::timestamptz)
   AND ($1::text IS NULL OR queue = $1)

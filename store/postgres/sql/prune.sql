@@ -1,6 +1,6 @@
 -- Retention: deletes finished jobs whose finished_at is before $1, at most
 -- $2 of them, with their journal. They are found through the feed's index
--- on (updated_at, id): a finished job is never written again, so its
+-- on updated_at: a finished job is never written again, so its
 -- updated_at equals its finished_at (see the migration).
 WITH doomed AS (
     SELECT id
@@ -8,7 +8,7 @@ WITH doomed AS (
     WHERE updated_at < $1
       AND state IN ('succeeded', 'failed', 'canceled')
       AND finished_at < $1
-    ORDER BY updated_at, id
+    ORDER BY updated_at
     LIMIT $2
     FOR UPDATE SKIP LOCKED
 ),

@@ -1,6 +1,6 @@
 -- Retention of one queue: deletes finished jobs of queue $1 whose
 -- finished_at is before $2, at most $3 of them, with their journal. Like
--- prune.sql they are found through the index on (updated_at, id), since a
+-- prune.sql they are found through the index on updated_at, since a
 -- finished job's updated_at is its finished_at; the queue is a filter on
 -- the rows that index yields.
 WITH doomed AS (
@@ -10,7 +10,7 @@ WITH doomed AS (
       AND queue = $1
       AND state IN ('succeeded', 'failed', 'canceled')
       AND finished_at < $2
-    ORDER BY updated_at, id
+    ORDER BY updated_at
     LIMIT $3
     FOR UPDATE SKIP LOCKED
 ),
