@@ -34,6 +34,29 @@ func openStore(t testing.TB, url string, c clock.Clock) *Store {
 	return s
 }
 
+// journalEntries counts the journal entries of every job in the
+// database (what a count of the journal table's rows once was).
+func journalEntries(t testing.TB, s *Store) int {
+	t.Helper()
+	rows, err := s.pool.Query(t.Context(), "SELECT id FROM jobd_jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[[16]byte])
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, id := range ids {
+		evs, err := s.JobEvents(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(evs)
+	}
+	return n
+}
+
 // connect opens a plain connection to url, closed when t ends.
 func connect(t testing.TB, url string) *pgx.Conn {
 	t.Helper()
