@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/internal/pgtest"
 	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/maintenance"
 	"github.com/jobd/jobd/store"
 )
 
@@ -93,17 +95,19 @@ func TestShortLeaseRenewedInTime(t *testing.T) {
 const helperEnv = "JOBD_ENGINE_TEST_HELPER_STORE"
 
 // TestHelperWorkerProcess is not a test: it is the worker node that
-// TestWorkerKilled runs in a subprocess and kills. It returns at once
-// unless helperEnv is set.
+// TestWorkerKilled and TestLeaderKilled run in a subprocess and kill. It
+// skips unless helperEnv is set.
 func TestHelperWorkerProcess(t *testing.T) {
 	spec := os.Getenv(helperEnv)
 	if spec == "" {
-		return
+		t.Skip("the helper node of TestWorkerKilled and TestLeaderKilled, run by them in a subprocess")
 	}
 	driver, dsn, _ := strings.Cut(spec, "=")
 	s := openAt(t, driver, dsn, false)
+	// A long reaper interval: when this node leads, its term (three
+	// intervals) outlives the test, as a dead leader's would.
 	e := newEngine(t, s, newLogs(t), engine.Config{
-		Node: "helper", Queues: queue(1), HeartbeatInterval: 500 * time.Millisecond,
+		Node: "helper", Queues: queue(1), HeartbeatInterval: 500 * time.Millisecond, ReaperInterval: time.Hour,
 	})
 	// The parent kills this process; the timeout only guards against an
 	// orphan.
@@ -170,4 +174,87 @@ func TestWorkerKilled(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLeaderKilled: the maintenance leader dies (SIGKILL) holding a job;
+// its term, in the database, runs on. Another node, which therefore
+// cannot lead, still returns the job to the queue once its lease expires,
+// and runs it.
+func TestLeaderKilled(t *testing.T) {
+	for _, driver := range drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			var dsn string
+			if driver == "postgres" {
+				dsn = pgtest.NewDatabase(t)
+			} else {
+				dsn = filepath.Join(t.TempDir(), "jobd.db")
+			}
+			s := openAt(t, driver, dsn, true)
+			ctx := context.Background()
+			// The helper leads from the start; its own renewals extend the
+			// term to three hours.
+			if ok, err := s.LeaderAttempt(ctx, maintenance.DefaultElection, "helper", time.Hour); err != nil || !ok {
+				t.Fatalf("elect the helper: %v %v", ok, err)
+			}
+			j := insert(t, s, job.InsertParams{Kind: "sleep", LeaseTTL: 2 * time.Second,
+				Args: json.RawMessage(`{"ms":60000,"steps":60}`)})
+			stopHelper := startHelper(t, driver, dsn)
+			waitJob(t, s, j.ID, "running in the helper process", func(j *job.Job) bool {
+				return j.State == job.StateRunning && j.LeaseOwner == "helper"
+			})
+
+			survivor := newEngine(t, s, newLogs(t), engine.Config{Node: "survivor", ReaperInterval: 100 * time.Millisecond})
+			sig := engine.MaintenanceSignals(survivor)
+			sig.Attempt.Init()
+			start(t, survivor)
+			if sig.Attempt.Wait(t, "the survivor's first election attempt") {
+				t.Fatal("the survivor leads beside the helper")
+			}
+			stopHelper()
+
+			got := waitJob(t, s, j.ID, "back in the queue", func(j *job.Job) bool { return j.State != job.StateRunning })
+			if got.State != job.StateQueued || got.Attempt != 1 {
+				t.Fatalf("job %s attempt %d, want queued after attempt 1", got.State, got.Attempt)
+			}
+			want := []job.EventKind{job.EventQueued, job.EventClaimed, job.EventRescued}
+			if kinds := eventKinds(t, s, j.ID); !slices.Equal(kinds, want) {
+				t.Errorf("journal %v, want %v", kinds, want)
+			}
+			if survivor.Leading() {
+				t.Error("the survivor leads: the dead helper's term should still run")
+			}
+			if ok, err := s.LeaderAttempt(ctx, maintenance.DefaultElection, "probe", time.Second); err != nil || ok {
+				t.Errorf("a new node's election: leads %v, %v; want the dead helper's term to hold", ok, err)
+			}
+		})
+	}
+}
+
+// startHelper runs TestHelperWorkerProcess in a subprocess on the store at
+// dsn, and returns a func that kills it (SIGKILL); it is killed at the
+// end of t in any case.
+func startHelper(t *testing.T, driver, dsn string) (kill func()) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperWorkerProcess$", "-test.v")
+	cmd.Env = append(os.Environ(), helperEnv+"="+driver+"="+dsn)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start the helper: %v", err)
+	}
+	var once sync.Once
+	kill = func() {
+		once.Do(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
+	}
+	t.Cleanup(func() {
+		kill()
+		if t.Failed() {
+			t.Logf("helper output:\n%s", out.String())
+		}
+	})
+	return kill
 }

@@ -203,7 +203,9 @@ type options struct {
 	timeout     time.Duration
 	upstreamURL string // default the test upstream's
 	heartbeat   time.Duration
-	noWorkers   bool // no worker pool for the gateway queue
+	sweep       time.Duration // the result TTL's interval
+	noWorkers   bool          // no worker pool for the gateway queue
+	onGateway   func(*gateway.Gateway)
 }
 
 // jobd is a node under test: store, engine, gateway and HTTP server, as
@@ -254,7 +256,7 @@ func start(t *testing.T, db database, up *upstream, o options) *jobd {
 		Store: st, Engine: eng, Logger: quiet, Clock: o.clock,
 		Upstreams:  []gateway.Upstream{{Name: "up", URL: target, Timeout: o.timeout}},
 		MaxPending: o.maxPending, MaxResponseBytes: o.maxResponse,
-		MaxAttempts: o.maxAttempts, ResultTTL: o.ttl,
+		MaxAttempts: o.maxAttempts, ResultTTL: o.ttl, SweepInterval: o.sweep,
 	}
 	if o.secret != "" {
 		cfg.Authorizer = httpapi.NewAuthorizer(st, o.secret)
@@ -262,6 +264,9 @@ func start(t *testing.T, db database, up *upstream, o options) *jobd {
 	gw, err := gateway.New(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.onGateway != nil {
+		o.onGateway(gw)
 	}
 	apiHandler, err := httpapi.New(httpapi.Config{Store: st, Logger: quiet, AdminSecret: o.secret, Async: gw.Results()})
 	if err != nil {
@@ -282,7 +287,6 @@ func start(t *testing.T, db database, up *upstream, o options) *jobd {
 			t.Errorf("engine: %v", err)
 		}
 	})
-	wg.Go(func() { _ = gw.Run(ctx) })
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
