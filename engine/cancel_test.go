@@ -11,7 +11,7 @@ import (
 
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/engine/builtin"
-	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/pgtest/migrated"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -38,7 +38,7 @@ func TestCancelReachesRunningJobAtOnce(t *testing.T) {
 				t.Parallel()
 				dsn := filepath.Join(t.TempDir(), "jobd.db")
 				if name == "postgres" {
-					dsn = pgtest.NewDatabase(t)
+					dsn = migrated.NewDatabase(t)
 				}
 				s := &heartbeatCounter{Store: openAt(t, name, dsn, true)}
 				canceler := store.Store(s)

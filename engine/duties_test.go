@@ -14,7 +14,7 @@ import (
 
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/engine"
-	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/pgtest/migrated"
 	"github.com/jobd/jobd/internal/testsignal"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/maintenance"
@@ -48,7 +48,7 @@ func openOnClock(t *testing.T, name string, c clock.Clock) store.Store {
 	case "sqlite":
 		s, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "jobd.db"), sqlite.Options{Clock: c})
 	case "postgres":
-		s, err = postgres.Open(ctx, pgtest.NewDatabase(t), postgres.Options{Clock: c, Logger: discard})
+		s, err = postgres.Open(ctx, migrated.NewDatabase(t), postgres.Options{Clock: c, Logger: discard})
 	}
 	if err != nil {
 		t.Fatalf("open %s store: %v", name, err)

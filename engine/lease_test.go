@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/engine"
-	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/pgtest/migrated"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/maintenance"
 	"github.com/jobd/jobd/store"
@@ -29,8 +31,9 @@ func TestLeaseLost(t *testing.T) {
 		release := make(chan struct{})
 		// Node a stalls: its clock never moves, so its heartbeats never come
 		// and the job's 1s lease expires under it.
-		logsA := newLogs(t)
-		a := newEngine(t, s, logsA, engine.Config{Node: "a", Queues: queue(1), Clock: clock.NewFake(time.Now())})
+		a := newEngine(t, s, newLogs(t), engine.Config{Node: "a", Queues: queue(1), Clock: clock.NewFake(time.Now())})
+		lost := engine.OutcomeLostSignal(a)
+		lost.Init()
 		engine.Register(a, "hold", func(ctx context.Context, j *engine.Job[struct{}]) (string, error) {
 			close(holdStarted)
 			<-release
@@ -54,9 +57,7 @@ func TestLeaseLost(t *testing.T) {
 			t.Errorf("attempt %d, result %s, owner %q; want attempt 2 done by b", got.Attempt, got.Result, got.LeaseOwner)
 		}
 		close(release)
-		waitFor(t, 30*time.Second, "node a to log its outcome as lost", func() bool {
-			return logsA.has("lease lost before the outcome was written", j.ID.String())
-		})
+		lost.WaitFor(t, "node a to report its outcome as lost", func(id uuid.UUID) bool { return id == j.ID })
 		if err := runA.stop(t); err != nil {
 			t.Errorf("Run a: %v", err)
 		}
@@ -127,7 +128,7 @@ func TestWorkerKilled(t *testing.T) {
 			t.Parallel()
 			var dsn string
 			if driver == "postgres" {
-				dsn = pgtest.NewDatabase(t)
+				dsn = migrated.NewDatabase(t)
 			} else {
 				dsn = filepath.Join(t.TempDir(), "jobd.db")
 			}
@@ -135,33 +136,11 @@ func TestWorkerKilled(t *testing.T) {
 			j := insert(t, s, job.InsertParams{Kind: "sleep", LeaseTTL: 2 * time.Second,
 				Args: json.RawMessage(`{"ms":3000,"steps":3,"result":"slept"}`)})
 
-			var out bytes.Buffer
-			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperWorkerProcess$", "-test.v")
-			cmd.Env = append(os.Environ(), helperEnv+"="+driver+"="+dsn)
-			cmd.Stdout, cmd.Stderr = &out, &out
-			if err := cmd.Start(); err != nil {
-				t.Fatalf("start worker: %v", err)
-			}
-			defer func() {
-				if t.Failed() {
-					t.Logf("worker output:\n%s", out.String())
-				}
-			}()
-			exited := false
-			t.Cleanup(func() {
-				if !exited {
-					_ = cmd.Process.Kill()
-					_ = cmd.Wait()
-				}
-			})
+			kill := startHelper(t, driver, dsn)
 			waitJob(t, s, j.ID, "running in the worker process", func(j *job.Job) bool {
 				return j.State == job.StateRunning && j.LeaseOwner == "helper"
 			})
-			if err := cmd.Process.Kill(); err != nil {
-				t.Fatalf("kill worker: %v", err)
-			}
-			_ = cmd.Wait()
-			exited = true
+			kill()
 
 			start(t, newEngine(t, s, newLogs(t), engine.Config{Node: "survivor", Queues: queue(1)}))
 			got := waitState(t, s, j.ID, job.StateSucceeded)
@@ -186,7 +165,7 @@ func TestLeaderKilled(t *testing.T) {
 			t.Parallel()
 			var dsn string
 			if driver == "postgres" {
-				dsn = pgtest.NewDatabase(t)
+				dsn = migrated.NewDatabase(t)
 			} else {
 				dsn = filepath.Join(t.TempDir(), "jobd.db")
 			}

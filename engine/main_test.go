@@ -15,6 +15,7 @@ import (
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/engine/builtin"
 	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/pgtest/migrated"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
@@ -53,7 +54,7 @@ func openStore(t testing.TB, name string) store.Store {
 	case "sqlite":
 		return openAt(t, name, filepath.Join(t.TempDir(), "jobd.db"), true)
 	case "postgres":
-		return openAt(t, name, pgtest.NewDatabase(t), true)
+		return openAt(t, name, migrated.NewDatabase(t), true)
 	}
 	t.Fatalf("unknown driver %q", name)
 	return nil
@@ -110,22 +111,6 @@ func newLogs(t testing.TB) *logs {
 }
 
 func (l *logs) logger() *slog.Logger { return slog.New(&logHandler{l: l}) }
-
-// has reports whether a recorded line contains every one of parts.
-func (l *logs) has(parts ...string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, line := range l.lines {
-		ok := true
-		for _, p := range parts {
-			ok = ok && strings.Contains(line, p)
-		}
-		if ok {
-			return true
-		}
-	}
-	return false
-}
 
 // count returns how many recorded lines contain part.
 func (l *logs) count(part string) int {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/pgtest/migrated"
 	"github.com/jobd/jobd/job"
 )
 
@@ -19,7 +20,7 @@ import (
 // itself, running the jobs inserted once the database is back.
 func TestDatabaseOutage(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.NewDatabase(t)
+	dsn := migrated.NewDatabase(t)
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -27,7 +28,10 @@ func TestDatabaseOutage(t *testing.T) {
 	dbName := strings.TrimPrefix(u.Path, "/")
 	s := openAt(t, "postgres", dsn, true)
 	l := newLogs(t)
-	start(t, newEngine(t, s, l, engine.Config{Queues: queue(2)}))
+	e := newEngine(t, s, l, engine.Config{Queues: queue(2)})
+	health := engine.HealthSignal(e)
+	health.Init()
+	start(t, e)
 	before := insert(t, s, job.InsertParams{Kind: "noop"})
 	waitState(t, s, before.ID, job.StateSucceeded)
 
@@ -46,9 +50,7 @@ func TestDatabaseOutage(t *testing.T) {
 	// Down: no new connections, and the open ones killed.
 	admin(`ALTER DATABASE ` + dbName + ` ALLOW_CONNECTIONS false`)
 	admin(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '` + dbName + `'`)
-	waitFor(t, 30*time.Second, "the engine to notice the outage", func() bool {
-		return l.has("claim failing")
-	})
+	health.WaitFor(t, "the engine to notice the outage", func(h engine.HealthChange) bool { return h.What == "claim" && h.Failing })
 
 	if _, err := s.JobInsertMany(context.Background(), []job.InsertParams{{Kind: "noop"}}); err == nil {
 		t.Fatal("an insert succeeded during the outage")
@@ -67,9 +69,7 @@ func TestDatabaseOutage(t *testing.T) {
 		return err == nil
 	})
 	waitState(t, s, after.ID, job.StateSucceeded)
-	waitFor(t, 30*time.Second, "the engine to log its recovery", func() bool {
-		return l.has("claim recovered")
-	})
+	health.WaitFor(t, "the engine to recover", func(h engine.HealthChange) bool { return h.What == "claim" && !h.Failing })
 	if n := l.count("claim failing"); n != 1 {
 		t.Errorf("the claim failure was logged %d times, want once", n)
 	}

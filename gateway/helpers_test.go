@@ -24,6 +24,7 @@ import (
 	"github.com/jobd/jobd/gateway"
 	"github.com/jobd/jobd/httpapi"
 	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/pgtest/migrated"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
@@ -44,7 +45,7 @@ func newDatabase(t *testing.T, driver string) database {
 	if driver == "sqlite" {
 		return database{driver, filepath.Join(t.TempDir(), "jobd.db")}
 	}
-	return database{driver, pgtest.NewDatabase(t)}
+	return database{driver, migrated.NewDatabase(t)}
 }
 
 func (d database) open(t *testing.T) store.Store {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/pgtest/migrated"
 	"github.com/jobd/jobd/internal/testsignal"
 	"github.com/jobd/jobd/maintenance"
 	"github.com/jobd/jobd/store"
@@ -39,7 +40,7 @@ func eachElector(t *testing.T, fn func(t *testing.T, s store.Store, clk *clock.F
 			if driver == "sqlite" {
 				s, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "jobd.db"), sqlite.Options{Clock: clk})
 			} else {
-				s, err = postgres.Open(ctx, pgtest.NewDatabase(t), postgres.Options{Clock: clk, Logger: quiet})
+				s, err = postgres.Open(ctx, migrated.NewDatabase(t), postgres.Options{Clock: clk, Logger: quiet})
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -284,7 +285,7 @@ func runnerGoroutines() []string {
 	for g := range strings.SplitSeq(string(buf), "\n\n") {
 		// Goroutines started by wg.Go say "created by sync": look for the
 		// package's frames instead.
-		if strings.Contains(g, "github.com/jobd/jobd/maintenance.") {
+		if strings.Contains(g, "github.com/jobd/jobd/maintenance.") && !strings.Contains(g, "testing.tRunner") {
 			found = append(found, g)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/pgtest/migrated"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
 	"github.com/jobd/jobd/store/sqlite"
@@ -39,7 +40,7 @@ func openStore(t *testing.T, driver string) store.Store {
 	case "sqlite":
 		st, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "jobd.db"), sqlite.Options{})
 	case "postgres":
-		st, err = postgres.Open(ctx, pgtest.NewDatabase(t), postgres.Options{Logger: slog.New(slog.DiscardHandler)})
+		st, err = postgres.Open(ctx, migrated.NewDatabase(t), postgres.Options{Logger: slog.New(slog.DiscardHandler)})
 	}
 	if err != nil {
 		t.Fatalf("open %s: %v", driver, err)

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/engine"
-	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/pgtest/migrated"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/store"
@@ -91,12 +91,11 @@ func startNode(t *testing.T, st store.Store, node, url string) *process.Runner {
 }
 
 // TestHelperProcessNode is not a test: it is the node that TestZombie runs
-// in a subprocess and kills mid-call. It returns at once unless
-// helperDriver is set.
+// in a subprocess and kills mid-call. It skips unless helperDriver is set.
 func TestHelperProcessNode(t *testing.T) {
 	driver := os.Getenv(helperDriver)
 	if driver == "" {
-		return
+		t.Skip("the helper node of TestZombie, run by it in a subprocess")
 	}
 	st := openAt(t, driver, os.Getenv(helperDSN), false)
 	startNode(t, st, "doomed", os.Getenv(helperURL))
@@ -115,7 +114,7 @@ func TestZombie(t *testing.T) {
 			t.Parallel()
 			var dsn string
 			if driver == "postgres" {
-				dsn = pgtest.NewDatabase(t)
+				dsn = migrated.NewDatabase(t)
 			} else {
 				dsn = filepath.Join(t.TempDir(), "jobd.db")
 			}

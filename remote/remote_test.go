@@ -9,6 +9,7 @@ import (
 
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/pgtest/migrated"
 	"github.com/jobd/jobd/remote"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
@@ -35,7 +36,7 @@ func TestOfflineSweep(t *testing.T) {
 			if driver == "sqlite" {
 				s, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "jobd.db"), sqlite.Options{Clock: clk})
 			} else {
-				s, err = postgres.Open(ctx, pgtest.NewDatabase(t), postgres.Options{Clock: clk, Logger: quiet})
+				s, err = postgres.Open(ctx, migrated.NewDatabase(t), postgres.Options{Clock: clk, Logger: quiet})
 			}
 			if err != nil {
 				t.Fatal(err)

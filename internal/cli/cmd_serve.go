@@ -213,7 +213,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		}
 		logger.Info("async gateway on", "upstreams", strings.Join(names, ","))
 	}
-	return serve(ctx, logger, f.listen, handler, eng)
+	return serve(ctx, env, logger, f.listen, handler, eng)
 }
 
 // gateway builds the async gateway over the store and the engine.
@@ -239,11 +239,12 @@ func (f *serveFlags) gateway(st store.Store, eng *engine.Engine, upstreams []gat
 
 // serve runs the HTTP server and the engine until ctx ends, then stops
 // both: the engine finishes or releases its jobs, the server drains.
-func serve(ctx context.Context, logger *slog.Logger, addr string, handler http.Handler, eng *engine.Engine) error {
+func serve(ctx context.Context, env *Env, logger *slog.Logger, addr string, handler http.Handler, eng *engine.Engine) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	env.signals.listening.Fire(ln.Addr().String())
 	// Requests run under baseCtx, cancelled at shutdown so that long-polls
 	// and event streams end at once instead of holding Shutdown up.
 	baseCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))

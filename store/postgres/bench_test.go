@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/internal/pgtest"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -37,7 +36,7 @@ func BenchmarkClaimFinish(b *testing.B) {
 
 func benchClaimFinish(b *testing.B, batch, workers int) {
 	ctx := context.Background()
-	s := openStore(b, pgtest.NewDatabase(b), clock.Real)
+	s := openStore(b, migratedDatabase(b), clock.Real)
 	params := make([]job.InsertParams, 0, 1000)
 	for left := b.N; left > 0; left -= len(params) {
 		params = params[:0]
@@ -122,7 +121,7 @@ func walLSN(b *testing.B, s *Store) string {
 // JobInsertMany (one transaction) per batch, and reports jobs/s.
 func BenchmarkInsertMany(b *testing.B) {
 	ctx := context.Background()
-	s := openStore(b, pgtest.NewDatabase(b), clock.Real)
+	s := openStore(b, migratedDatabase(b), clock.Real)
 	params := make([]job.InsertParams, 0, 1000)
 	b.ResetTimer()
 	start := time.Now()
