@@ -69,6 +69,8 @@ type hookedStore struct {
 	beforePrune  func(ctx context.Context) error
 }
 
+func (s *hookedStore) Unwrap() store.Store { return s.Store }
+
 func (s *hookedStore) JobRescue(ctx context.Context, limit int) (int, error) {
 	if s.beforeRescue != nil {
 		if err := s.beforeRescue(ctx); err != nil {

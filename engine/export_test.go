@@ -15,5 +15,6 @@ type HealthChange = healthChange
 
 func OutcomeLostSignal(e *Engine) *testsignal.Signal[uuid.UUID]    { return &e.signals.outcomeLost }
 func OutcomeDroppedSignal(e *Engine) *testsignal.Signal[uuid.UUID] { return &e.signals.outcomeDropped }
+func PollArmedSignal(e *Engine) *testsignal.Signal[string]         { return &e.signals.pollArmed }
 func HealthSignal(e *Engine) *testsignal.Signal[HealthChange]      { return &e.signals.health }
 func MaintenanceSignals(e *Engine) *maintenance.TestSignals        { return e.runner.TestSignals() }

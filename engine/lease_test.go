@@ -18,6 +18,7 @@ import (
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/internal/pgtest/migrated"
+	"github.com/jobd/jobd/internal/storewatch"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/maintenance"
 	"github.com/jobd/jobd/store"
@@ -104,7 +105,11 @@ func TestHelperWorkerProcess(t *testing.T) {
 		t.Skip("the helper node of TestWorkerKilled and TestLeaderKilled, run by them in a subprocess")
 	}
 	driver, dsn, _ := strings.Cut(spec, "=")
-	s := openAt(t, driver, dsn, false)
+	// Each write is passed on to the parent, on the pipe startHelper gave
+	// as file 3, so that it waits for this process's writes like for its
+	// own.
+	parent := os.NewFile(3, "parent")
+	s := storewatch.WrapNotify(openAt(t, driver, dsn, false), func() { _, _ = parent.Write([]byte{1}) })
 	// A long reaper interval: when this node leads, its term (three
 	// intervals) outlives the test, as a dead leader's would.
 	e := newEngine(t, s, newLogs(t), engine.Config{
@@ -136,7 +141,7 @@ func TestWorkerKilled(t *testing.T) {
 			j := insert(t, s, job.InsertParams{Kind: "sleep", LeaseTTL: 2 * time.Second,
 				Args: json.RawMessage(`{"ms":3000,"steps":3,"result":"slept"}`)})
 
-			kill := startHelper(t, driver, dsn)
+			kill := startHelper(t, s, driver, dsn)
 			waitJob(t, s, j.ID, "running in the worker process", func(j *job.Job) bool {
 				return j.State == job.StateRunning && j.LeaseOwner == "helper"
 			})
@@ -178,7 +183,7 @@ func TestLeaderKilled(t *testing.T) {
 			}
 			j := insert(t, s, job.InsertParams{Kind: "sleep", LeaseTTL: 2 * time.Second,
 				Args: json.RawMessage(`{"ms":60000,"steps":60}`)})
-			stopHelper := startHelper(t, driver, dsn)
+			stopHelper := startHelper(t, s, driver, dsn)
 			waitJob(t, s, j.ID, "running in the helper process", func(j *job.Job) bool {
 				return j.State == job.StateRunning && j.LeaseOwner == "helper"
 			})
@@ -210,18 +215,40 @@ func TestLeaderKilled(t *testing.T) {
 	}
 }
 
-// startHelper runs TestHelperWorkerProcess in a subprocess on the store at
-// dsn, and returns a func that kills it (SIGKILL); it is killed at the
-// end of t in any case.
-func startHelper(t *testing.T, driver, dsn string) (kill func()) {
+// startHelper runs TestHelperWorkerProcess in a subprocess on the store s
+// opened at dsn, and returns a func that kills it (SIGKILL); it is killed
+// at the end of t in any case. The helper's writes wake s's waits.
+func startHelper(t *testing.T, s store.Store, driver, dsn string) (kill func()) {
 	t.Helper()
+	watched := storewatch.Of(s)
+	wrote, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out bytes.Buffer
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperWorkerProcess$", "-test.v")
 	cmd.Env = append(os.Environ(), helperEnv+"="+driver+"="+dsn)
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
+	cmd.ExtraFiles = []*os.File{w}
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		wrote.Close()
 		t.Fatalf("start the helper: %v", err)
 	}
+	go func() {
+		defer wrote.Close()
+		buf := make([]byte, 512)
+		for {
+			n, err := wrote.Read(buf)
+			if n > 0 {
+				watched.Wrote()
+			}
+			if err != nil {
+				return // the helper is gone
+			}
+		}
+	}()
 	var once sync.Once
 	kill = func() {
 		once.Do(func() {

@@ -16,6 +16,7 @@ import (
 	"github.com/jobd/jobd/engine/builtin"
 	"github.com/jobd/jobd/internal/pgtest"
 	"github.com/jobd/jobd/internal/pgtest/migrated"
+	"github.com/jobd/jobd/internal/storewatch"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
@@ -61,7 +62,8 @@ func openStore(t testing.TB, name string) store.Store {
 }
 
 // openAt opens the store of driver name at dsn (a file path or a URL),
-// closed when t ends.
+// closed when t ends, watched (storewatch) so that the tests wait for its
+// writes.
 func openAt(t testing.TB, name, dsn string, migrate bool) store.Store {
 	t.Helper()
 	ctx := context.Background()
@@ -86,7 +88,7 @@ func openAt(t testing.TB, name, dsn string, migrate bool) store.Store {
 			t.Fatalf("migrate %s store: %v", name, err)
 		}
 	}
-	return s
+	return storewatch.Wrap(s)
 }
 
 var discard = slog.New(slog.DiscardHandler)
@@ -217,23 +219,12 @@ func (r *running) stop(t testing.TB) error {
 	return r.err
 }
 
-// waitFor polls cond until it holds, failing t after timeout.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// waitJob polls the job until ok says yes and returns it.
+// waitJob waits until ok says yes of the job, checking it after each
+// write to the (watched) store, and returns it.
 func waitJob(t testing.TB, s store.Store, id uuid.UUID, what string, ok func(*job.Job) bool) *job.Job {
 	t.Helper()
 	var j *job.Job
-	waitFor(t, 30*time.Second, fmt.Sprintf("job %s: %s", id, what), func() bool {
+	storewatch.Until(t, s, fmt.Sprintf("job %s: %s", id, what), func() bool {
 		var err error
 		j, err = s.JobGet(context.Background(), id)
 		if err != nil {

@@ -70,6 +70,7 @@ func (p *producer) run(ctx, workCtx, jobBase context.Context) {
 		}
 		p.claim(ctx, workCtx, jobBase, &h)
 		t.Reset(p.e.cfg.PollInterval)
+		p.e.signals.pollArmed.Fire(p.cfg.Queue)
 	}
 }
 

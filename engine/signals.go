@@ -16,6 +16,9 @@ type testSignals struct {
 	// outcomeDropped fires for each job whose handler returned after the
 	// shutdown had released its job.
 	outcomeDropped testsignal.Signal[uuid.UUID]
+	// pollArmed fires, with the queue, each time a producer has claimed
+	// and armed its next poll.
+	pollArmed testsignal.Signal[string]
 	// health fires when a loop starts failing or recovers.
 	health testsignal.Signal[healthChange]
 }

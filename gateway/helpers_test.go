@@ -25,6 +25,7 @@ import (
 	"github.com/jobd/jobd/httpapi"
 	"github.com/jobd/jobd/internal/pgtest"
 	"github.com/jobd/jobd/internal/pgtest/migrated"
+	"github.com/jobd/jobd/internal/storewatch"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
@@ -67,7 +68,7 @@ func (d database) open(t *testing.T) store.Store {
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatalf("migrate %s: %v", d.driver, err)
 	}
-	return st
+	return storewatch.Wrap(st)
 }
 
 // eachStore runs fn as a parallel subtest per driver, on a fresh database.
@@ -376,24 +377,19 @@ func (n *jobd) submit(method, path, body, mode string, hdr ...string) uuid.UUID 
 	return id
 }
 
-// waitState polls the job until it reaches state (a bounded poll: the
-// gateway's clients poll too).
+// waitState waits until the job reaches state, checking it after each
+// write to the node's (watched) store.
 func (n *jobd) waitState(id uuid.UUID, state job.State) *job.Job {
 	n.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		j, err := n.st.JobGet(context.Background(), id)
-		if err != nil {
+	var j *job.Job
+	storewatch.Until(n.t, n.st, fmt.Sprintf("job %s to reach %s", id, state), func() bool {
+		var err error
+		if j, err = n.st.JobGet(context.Background(), id); err != nil {
 			n.t.Fatalf("JobGet %s: %v", id, err)
 		}
-		if j.State == state {
-			return j
-		}
-		if time.Now().After(deadline) {
-			n.t.Fatalf("job %s: still %s, want %s (last error %q)", id, j.State, state, j.LastError)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return j.State == state
+	})
+	return j
 }
 
 // jobCount is the number of gateway jobs in the store.

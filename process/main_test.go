@@ -10,6 +10,7 @@ import (
 
 	"github.com/jobd/jobd/internal/pgtest"
 	"github.com/jobd/jobd/internal/pgtest/migrated"
+	"github.com/jobd/jobd/internal/storewatch"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
 	"github.com/jobd/jobd/store/sqlite"
@@ -49,7 +50,7 @@ func openStore(t *testing.T, driver string) store.Store {
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatalf("migrate %s: %v", driver, err)
 	}
-	return st
+	return storewatch.Wrap(st)
 }
 
 // jsonEq reports whether raw is the JSON value want (PostgreSQL's jsonb

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jobd/jobd/internal/testsignal"
@@ -83,4 +84,26 @@ func TestBinaryDoesNotImportTesting(t *testing.T) {
 			t.Fatalf("cmd/jobd depends on %s", dep)
 		}
 	}
+}
+
+func TestBeaconUntilChecksAfterEachFire(t *testing.T) {
+	var b testsignal.Beacon
+	b.Init()
+	var n atomic.Int32
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 100 {
+			n.Add(1)
+			b.Fire()
+		}
+	}()
+	b.Until(t, "the hundredth fire", func() bool { return n.Load() == 100 })
+	<-done
+}
+
+func TestBeaconUntilHoldsAtOnce(t *testing.T) {
+	var b testsignal.Beacon
+	b.Init()
+	b.Until(t, "a condition that holds", func() bool { return true })
 }
