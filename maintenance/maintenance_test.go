@@ -12,46 +12,30 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/internal/pgtest"
-	"github.com/jobd/jobd/internal/pgtest/migrated"
 	"github.com/jobd/jobd/internal/testsignal"
 	"github.com/jobd/jobd/maintenance"
 	"github.com/jobd/jobd/store"
-	"github.com/jobd/jobd/store/postgres"
 	"github.com/jobd/jobd/store/sqlite"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
-
 var quiet = slog.New(slog.DiscardHandler)
 
-// eachElector runs fn, in parallel, on a fresh store of each driver, on a
-// fake clock the test moves.
-func eachElector(t *testing.T, fn func(t *testing.T, s store.Store, clk *clock.Fake)) {
-	for _, driver := range []string{"sqlite", "postgres"} {
-		t.Run(driver, func(t *testing.T) {
-			t.Parallel()
-			clk := clock.NewFake(time.Date(2031, time.March, 4, 5, 6, 7, 0, time.UTC))
-			ctx := context.Background()
-			var (
-				s   store.Store
-				err error
-			)
-			if driver == "sqlite" {
-				s, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "jobd.db"), sqlite.Options{Clock: clk})
-			} else {
-				s, err = postgres.Open(ctx, migrated.NewDatabase(t), postgres.Options{Clock: clk, Logger: quiet})
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			if err := s.Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
-			fn(t, s, clk)
-		})
+// withElector runs fn on a fresh SQLite store (a real one) on a fake
+// clock the test moves. The election's store rules are the conformance
+// suite's, on every driver; the engine's maintenance tests run on both.
+func withElector(t *testing.T, fn func(t *testing.T, s store.Store, clk *clock.Fake)) {
+	t.Parallel()
+	clk := clock.NewFake(time.Date(2031, time.March, 4, 5, 6, 7, 0, time.UTC))
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "jobd.db"), sqlite.Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fn(t, s, clk)
 }
 
 // newRunner returns a runner of node on s with a 30s term, its signals
@@ -133,7 +117,7 @@ func (e *hangingElector) LeaderAttempt(ctx context.Context, name, node string, t
 // renewals; at the end of its term the leader duties' context ends and
 // the node no longer says it leads, though the renewal still hangs.
 func TestTermEndsWithoutRenewal(t *testing.T) {
-	eachElector(t, func(t *testing.T, s store.Store, clk *clock.Fake) {
+	withElector(t, func(t *testing.T, s store.Store, clk *clock.Fake) {
 		e := &hangingElector{Store: s, answer: 1, hung: make(chan struct{}, 1)}
 		r, sig := newRunner(t, e, clk, "a")
 		began, ended := make(chan struct{}, 1), make(chan error, 1)
@@ -166,7 +150,7 @@ func TestTermEndsWithoutRenewal(t *testing.T) {
 // TestStopResigns: a leader that stops resigns, and another node leads at
 // its next attempt, long before the term would have ended.
 func TestStopResigns(t *testing.T) {
-	eachElector(t, func(t *testing.T, s store.Store, clk *clock.Fake) {
+	withElector(t, func(t *testing.T, s store.Store, clk *clock.Fake) {
 		a, aSig := newRunner(t, s, clk, "a")
 		mustAdd(t, a, maintenance.Duty{Name: "d", Interval: time.Hour, Leader: true, Pass: func(context.Context) error { return nil }})
 		stopA := run(t, a)
