@@ -6,10 +6,14 @@ import (
 	"time"
 )
 
-// attemptTimeout bounds one election attempt (and the resignation): a
-// database that hangs must not hang the election. A term that runs out
-// meanwhile ends on its own.
+// attemptTimeout bounds one election attempt: a database that hangs must
+// not hang the election. A term that runs out meanwhile ends on its own.
 const attemptTimeout = 30 * time.Second
+
+// resignTimeout bounds the resignation when Run stops: a database that
+// does not answer must not hold a shutdown up (the term then runs out by
+// itself).
+const resignTimeout = 5 * time.Second
 
 // term is one period of leadership of this node: the leader duties run
 // under ctx, which ends when the term does.
@@ -187,7 +191,7 @@ func (r *Runner) endTerm(t *term, why string) {
 // resign gives the leadership up, so that another node need not wait for
 // the term to run out.
 func (r *Runner) resign(ctx context.Context) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptTimeout)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resignTimeout)
 	defer cancel()
 	if err := r.cfg.Elector.LeaderResign(rctx, r.cfg.Election, r.cfg.Node); err != nil {
 		r.log.Warn("maintenance: resign the leadership", "node", r.cfg.Node, "err", err)
