@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/internal/pgtest"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -18,7 +17,7 @@ import (
 // leave nothing behind: no job, no journal entry.
 func TestInsertTxRollback(t *testing.T) {
 	t.Parallel()
-	url := pgtest.NewDatabase(t)
+	url := migratedDatabase(t)
 	s := openStore(t, url, clock.Real)
 	conn := connect(t, url)
 
@@ -58,7 +57,7 @@ func TestInsertTxRollback(t *testing.T) {
 // the caller commits.
 func TestInsertTxCommitWakes(t *testing.T) {
 	t.Parallel()
-	url := pgtest.NewDatabase(t)
+	url := migratedDatabase(t)
 	s := openStore(t, url, clock.Real)
 	wakes := listenUntilReady(t, s)
 	conn := connect(t, url)
@@ -171,7 +170,7 @@ func drain(wakes <-chan string) {
 // finds the other's jobs.
 func TestInsertDeadlockRetried(t *testing.T) {
 	t.Parallel()
-	url := pgtest.NewDatabase(t)
+	url := migratedDatabase(t)
 	s := openStore(t, url, clock.Real)
 	conn := connect(t, url)
 	tx, err := conn.Begin(t.Context())

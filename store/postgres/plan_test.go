@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/internal/pgtest"
 )
 
 // TestPlansAreStable checks, with EXPLAIN, that the hot statements keep
@@ -31,7 +30,7 @@ import (
 // primary key and nothing else.
 func TestPlansAreStable(t *testing.T) {
 	t.Parallel()
-	url := pgtest.NewDatabase(t)
+	url := migratedDatabase(t)
 	openStore(t, url, clock.Real) // migrates
 	// A connection set up as the store's are.
 	cfg, err := poolConfig(url, Options{})

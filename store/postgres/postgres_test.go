@@ -14,9 +14,27 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
+// migrated is the schema every test database but the migration tests'
+// starts from, migrated once per test binary.
+var migrated = pgtest.NewTemplate(func(ctx context.Context, url string) error {
+	s, err := Open(ctx, url, Options{})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return s.Migrate(ctx)
+})
+
+// migratedDatabase creates a database with the schema for t and returns
+// its URL; it is dropped when t ends.
+func migratedDatabase(t testing.TB) string {
+	t.Helper()
+	return migrated.NewDatabase(t)
+}
+
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, c clock.Clock) store.Store {
-		return openStore(t, pgtest.NewDatabase(t), c)
+		return openStore(t, migratedDatabase(t), c)
 	})
 }
 

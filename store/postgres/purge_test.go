@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/internal/pgtest"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -13,7 +12,7 @@ import (
 // running job stays, and so does the other queue.
 func TestPurgeInBatches(t *testing.T) {
 	t.Parallel()
-	s := openStore(t, pgtest.NewDatabase(t), clock.Real)
+	s := openStore(t, migratedDatabase(t), clock.Real)
 	ctx := t.Context()
 	params := make([]job.InsertParams, 6)
 	for i := range params {
