@@ -23,6 +23,7 @@ var jobColumns = []string{
 	"cancel_requested", "progress", "checkpoint", "result", "last_error",
 	"created_at", "started_at", "finished_at", "updated_at",
 	"requires", "prefers", // 002_workers
+	"trace_parent", // 005_trace_parent
 }
 
 // scanner is *sql.Row or *sql.Rows.
@@ -41,6 +42,7 @@ func scanJob(sc scanner) (*job.Job, error) {
 		token, owner, lockKey, partKey, idem   sql.NullString
 		argsHash, progress, checkpoint, result sql.NullString
 		lastError, requires, prefers           sql.NullString
+		traceParent                            sql.NullString
 		expiresAt, heartbeatAt                 sql.NullInt64
 		startedAt, finishedAt                  sql.NullInt64
 		cancelRequested                        int64
@@ -52,7 +54,7 @@ func scanJob(sc scanner) (*job.Job, error) {
 		&lockKey, &partKey, &idem, &argsHash,
 		&cancelRequested, &progress, &checkpoint, &result, &lastError,
 		&createdAt, &startedAt, &finishedAt, &updatedAt,
-		&requires, &prefers,
+		&requires, &prefers, &traceParent,
 	)
 	if err != nil {
 		return nil, notFound(err)
@@ -75,6 +77,7 @@ func scanJob(sc scanner) (*job.Job, error) {
 	j.RunAt = fromMicro(runAt)
 	j.LeaseTTL = time.Duration(leaseTTL) * time.Microsecond
 	j.LeaseOwner = owner.String
+	j.TraceParent = traceParent.String
 	j.LeaseExpiresAt = fromNullMicro(expiresAt)
 	j.HeartbeatAt = fromNullMicro(heartbeatAt)
 	j.LockKey = lockKey.String
