@@ -23,6 +23,7 @@ func (e *Engine) duties(ctx context.Context) {
 	h := health{log: e.log, what: "maintenance"}
 	t := e.clock.NewTimer(0)
 	defer t.Stop()
+	defer e.leading.Store(false) // Run resigns once every loop has stopped
 	var (
 		leading   bool
 		lastPrune time.Time
@@ -42,10 +43,12 @@ func (e *Engine) duties(ctx context.Context) {
 		if err != nil {
 			// Unsure whether we still lead: do nothing this tick; the
 			// term expires by itself if we cannot renew it.
+			e.leading.Store(false)
 			h.fail(err)
 			t.Reset(e.cfg.ReaperInterval)
 			continue
 		}
+		e.leading.Store(ok)
 		if ok != leading {
 			leading = ok
 			if ok {
@@ -91,6 +94,9 @@ func (e *Engine) rescue(ctx context.Context) error {
 		n, err := e.store.JobRescue(cctx, dutyBatch)
 		cancel()
 		total += n
+		if n > 0 {
+			e.cfg.Observer.Rescued(n)
+		}
 		if err != nil || n < dutyBatch {
 			return err
 		}

@@ -70,3 +70,22 @@ type WorkerCount struct {
 	Disabled bool
 	Count    int64
 }
+
+// PoolStats describes one connection pool of a store, for metrics.
+// Drivers report theirs through PoolReporter.
+type PoolStats struct {
+	// Pool names the pool ("main"; SQLite: "writer" and "reader").
+	Pool string
+	// MaxConns caps the pool; Open counts its connections, InUse those
+	// lent out and Idle the others.
+	MaxConns, Open, InUse, Idle int
+	// Waits counts the acquisitions that had to wait for a connection,
+	// WaitDuration their total wait, since the pool opened.
+	Waits        int64
+	WaitDuration time.Duration
+}
+
+// PoolReporter is a store that reports its connection pools.
+type PoolReporter interface {
+	PoolStats() []PoolStats
+}

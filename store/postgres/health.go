@@ -51,3 +51,13 @@ func (s *executor) QueueHealth(ctx context.Context, params store.HealthParams) (
 	slices.SortFunc(h.Queues, func(a, b store.QueueHealth) int { return strings.Compare(a.Queue, b.Queue) })
 	return h, nil
 }
+
+// PoolStats reports the connection pool. See store.PoolReporter.
+func (s *Store) PoolStats() []store.PoolStats {
+	st := s.pool.Stat()
+	return []store.PoolStats{{
+		Pool: "main", MaxConns: int(st.MaxConns()), Open: int(st.TotalConns()),
+		InUse: int(st.AcquiredConns()), Idle: int(st.IdleConns()),
+		Waits: st.EmptyAcquireCount(), WaitDuration: st.EmptyAcquireWaitTime(),
+	}}
+}

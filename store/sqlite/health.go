@@ -50,3 +50,20 @@ func (s *executor) QueueHealth(ctx context.Context, params store.HealthParams) (
 	slices.SortFunc(h.Queues, func(a, b store.QueueHealth) int { return strings.Compare(a.Queue, b.Queue) })
 	return h, nil
 }
+
+// PoolStats reports the writer's and the readers' connection pools. See
+// store.PoolReporter.
+func (s *Store) PoolStats() []store.PoolStats {
+	out := make([]store.PoolStats, 0, 2)
+	for _, p := range []struct {
+		name string
+		db   *sql.DB
+	}{{"writer", s.w}, {"reader", s.r}} {
+		st := p.db.Stats()
+		out = append(out, store.PoolStats{
+			Pool: p.name, MaxConns: st.MaxOpenConnections, Open: st.OpenConnections,
+			InUse: st.InUse, Idle: st.Idle, Waits: st.WaitCount, WaitDuration: st.WaitDuration,
+		})
+	}
+	return out
+}
