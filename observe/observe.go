@@ -104,7 +104,8 @@ type KindRecorder interface {
 	// Started records a claimed job that starts to run, wait after it
 	// became available (its run_at).
 	Started(wait time.Duration)
-	// Finished records an execution's outcome, ran after it started.
+	// Finished records an execution's outcome, ran after it started (a
+	// negative ran when that is not known).
 	Finished(o Outcome, ran time.Duration)
 }
 

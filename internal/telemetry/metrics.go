@@ -210,8 +210,8 @@ func (k *kindRecorder) Finished(o observe.Outcome, ran time.Duration) {
 	if int(o) < len(k.finished) {
 		k.finished[o].Inc()
 	}
-	if o != observe.LeaseLost && o != observe.Released {
-		k.run.Observe(max(ran, 0).Seconds())
+	if o != observe.LeaseLost && o != observe.Released && ran >= 0 {
+		k.run.Observe(ran.Seconds())
 	}
 }
 
