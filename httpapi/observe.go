@@ -11,6 +11,7 @@ import (
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/observe"
+	"github.com/jobd/jobd/store"
 )
 
 // Observer is what the API reports to, for metrics and traces. Nil
@@ -174,3 +175,18 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // since is the time since t by the server's clock.
 func (s *server) since(t time.Time) time.Duration { return s.clock.Now().Sub(t) }
+
+// MetricsHandler serves GET /metrics alone, as the API does (the metrics
+// scope, or admin, when adminSecret is set, unless public), for a
+// listener of its own (jobd serve --metrics-listen).
+func MetricsHandler(st store.Store, adminSecret string, public bool, metrics http.Handler, logger *slog.Logger) http.Handler {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	s := &server{cfg: Config{Metrics: metrics, MetricsPublic: public}, store: st, log: logger, clock: clock.Real,
+		auth: newAuthenticator(st, adminSecret)}
+	mux := http.NewServeMux()
+	rt := route{"GET", "/metrics", s.metricsScope(), s.metrics}
+	mux.Handle(rt.pattern(), s.wrap(rt))
+	return &root{mux: mux, s: s}
+}

@@ -36,7 +36,7 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	if !bench.ValidMode(*mode) {
 		return usageError("--mode must be all or one of %s", strings.Join(bench.Modes, ", "))
 	}
-	logger := newLogger(env, "warn", "text")
+	logger := newLogger(env, "warn", "text", urlSecrets(*database))
 	st, err := openStore(ctx, *database, logger)
 	if err != nil {
 		return err
