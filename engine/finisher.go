@@ -157,7 +157,7 @@ func (f *finisher) report(batch []finishItem, res []store.FinishResult) {
 				"job_id", it.out.ID, "queue", it.queue, "kind", it.kind, "attempt", it.attempt, "outcome", it.out.Status)
 		} else if i < len(res) && debug {
 			f.e.log.Debug("engine: job finished", "job_id", it.out.ID, "queue", it.queue, "kind", it.kind,
-				"attempt", it.attempt, "outcome", it.out.Status, "state", res[i].State)
+				"attempt", it.attempt, "outcome", it.out.Status, "state", res[i].State, "error", it.out.Error)
 		}
 		if it.locked && !woken[it.queue] {
 			woken[it.queue] = true

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -40,6 +41,10 @@ func (f *serveFlags) secrets(upstreams []gateway.Upstream, spaces []process.Name
 	for _, ns := range spaces {
 		if hp, ok := ns.Processor.(*process.HTTPProcessor); ok {
 			s.AddURL(hp.URL)
+			if u, err := url.Parse(hp.URL); err == nil && u.User != nil {
+				pass, _ := u.User.Password()
+				s.Add(base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + pass)))
+			}
 		}
 	}
 	return s
