@@ -285,4 +285,3 @@ func promtool(t *testing.T, text string) {
 		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
 }
-
