@@ -91,6 +91,18 @@ func (s *span) End(o observe.Outcome, errText string, at time.Time) {
 	s.s.End(trace.WithTimestamp(at))
 }
 
+// DiscardingTracerProvider returns a provider that samples every span
+// and batches it to an exporter that drops it: the whole cost of tracing
+// but the network's (jobd bench --tracing).
+func DiscardingTracerProvider() *sdktrace.TracerProvider {
+	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+}
+
+type discardExporter struct{}
+
+func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardExporter) Shutdown(context.Context) error                             { return nil }
+
 // TracerProviderFromEnv returns the tracer provider the standard OTEL_*
 // environment variables ask for, read by getenv, or nil when tracing is
 // off, as it is by default. Tracing is on when OTEL_TRACES_EXPORTER is
