@@ -7,9 +7,9 @@ type HealthParams struct {
 	// MaxQueues caps the queues reported (by name); 0 means
 	// DefaultHealthMaxQueues.
 	MaxQueues int
-	// LockScan is how many due jobs with a lock_key, per queue and in
-	// claim order, are checked for a busy lock (QueueHealth.LockBlocked);
-	// 0 means DefaultHealthLockScan.
+	// LockScan is how many due jobs, per queue and in claim order, are
+	// checked for a busy lock (QueueHealth.LockBlocked); 0 means
+	// DefaultHealthLockScan.
 	LockScan int
 }
 
@@ -58,9 +58,9 @@ type QueueHealth struct {
 	// job has waited for a worker.
 	OldestAvailable *time.Time
 	// LockBlocked counts the due jobs whose lock_key a running job holds,
-	// among the first HealthParams.LockScan due jobs of the queue that
-	// have a lock_key, in claim order: exact while fewer wait, a lower
-	// bound beyond.
+	// among the first HealthParams.LockScan due jobs of the queue in
+	// claim order (the jobs its next claims look at): exact while fewer
+	// are due, a lower bound beyond.
 	LockBlocked int64
 }
 

@@ -38,21 +38,22 @@ names AS (
     ORDER BY 1
     LIMIT $2
 ),
--- The head of each queue with a due job, in claim order: its due jobs
--- that have a lock_key, each probing the lock index for a running holder.
+-- The head of each queue with a due job: its first $3 due jobs in claim
+-- order (a walk of the claim index), those with a lock_key probing the
+-- lock index for a running holder. Bounded by $3 rows per queue whatever
+-- the backlog.
 blocked AS (
-    SELECT q.queue, count(*) FILTER (WHERE h.busy) AS blocked
+    SELECT q.queue, count(*) FILTER (WHERE h.lock_key IS NOT NULL AND EXISTS (
+               SELECT 1 FROM jobd_jobs r
+               WHERE r.lock_key = h.lock_key AND r.state = 'running')) AS blocked
     FROM queued q
     JOIN names USING (queue)
     CROSS JOIN LATERAL (
-        SELECT EXISTS (
-                   SELECT 1 FROM jobd_jobs r
-                   WHERE r.lock_key = j.lock_key AND r.state = 'running') AS busy
+        SELECT j.lock_key
         FROM jobd_jobs j
         WHERE j.state = 'queued'
           AND j.queue = q.queue
           AND j.run_at <= (SELECT now FROM clock)
-          AND j.lock_key IS NOT NULL
         ORDER BY j.priority, j.run_at, j.id
         LIMIT $3
     ) h

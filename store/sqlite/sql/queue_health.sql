@@ -36,8 +36,9 @@ names AS (
 SELECT 'queue' AS what, n.queue AS name, coalesce(s.paused, 0) AS flag,
        coalesce(q.queued, 0) AS n1, coalesce(q.scheduled, 0) AS n2,
        coalesce(r.running, 0) AS n3, q.oldest AS at,
-       -- The head of the queue in claim order: its due jobs that have a
-       -- lock_key, each probing the lock index for a running holder.
+       -- The head of the queue: its first :lock_scan due jobs in claim
+       -- order, those with a lock_key probing the lock index for a
+       -- running holder.
        CASE WHEN q.oldest IS NULL THEN 0 ELSE (
            SELECT count(*)
            FROM (
@@ -46,11 +47,10 @@ SELECT 'queue' AS what, n.queue AS name, coalesce(s.paused, 0) AS flag,
                WHERE j.state = 'queued'
                  AND j.queue = n.queue
                  AND j.run_at <= :now
-                 AND j.lock_key IS NOT NULL
                ORDER BY j.priority, j.run_at, j.id
                LIMIT :lock_scan
            ) h
-           WHERE EXISTS (
+           WHERE h.lock_key IS NOT NULL AND EXISTS (
                SELECT 1 FROM jobd_jobs r
                WHERE r.lock_key = h.lock_key AND r.state = 'running')
        ) END AS n4
