@@ -134,9 +134,11 @@ func (p *producer) claim(ctx, workCtx, jobBase context.Context, h *health) {
 		if ctx.Err() != nil {
 			// Shutting down: hand the jobs straight back.
 			for _, j := range jobs {
+				rec := p.recorder(j.Kind)
+				rec.Started(claimedAt.Sub(j.RunAt)) // claimed all the same
 				p.e.fin.add(finishItem{
 					out:   store.Outcome{Lease: store.Lease{ID: j.ID, Token: j.LeaseToken}, Status: store.OutcomeReleased},
-					queue: j.Queue, kind: j.Kind, attempt: j.Attempt, rec: p.recorder(j.Kind), span: observe.Nop{},
+					queue: j.Queue, kind: j.Kind, attempt: j.Attempt, rec: rec, span: observe.Nop{},
 				})
 			}
 			return
