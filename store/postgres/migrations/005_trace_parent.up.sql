@@ -1,0 +1,6 @@
+-- 005: the W3C traceparent a job's submitter sent, so that each execution
+-- of the job is a span of the submitter's trace. NULL for none; adding a
+-- nullable column without a default rewrites nothing. (Planned as 006
+-- beside the journal's 005; TestMigrationsAreNumbered refuses a gap, so
+-- whichever of the two merges second takes the next number.)
+ALTER TABLE jobd_jobs ADD COLUMN trace_parent text;
