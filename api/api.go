@@ -85,6 +85,11 @@ type Job struct {
 	StartedAt  *time.Time `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at"`
 	UpdatedAt  time.Time  `json:"updated_at"`
+
+	// TraceParent is the W3C traceparent the job was submitted with (its
+	// submitter's trace, which each execution joins); absent for none. A
+	// remote worker can continue that trace with it.
+	TraceParent string `json:"trace_parent,omitempty"`
 }
 
 // SubmitRequest is the body of POST /api/v1/jobs. Only Kind is required.
@@ -188,6 +193,8 @@ const (
 	ScopeAdmin  = "admin"  // cancel, retry, queue pause/resume, keys, workers
 	// ScopeWorker is a remote worker's key's only scope (/api/v1/worker/).
 	ScopeWorker = "worker"
+	// ScopeMetrics is a scraper's: GET /metrics (admin grants it too).
+	ScopeMetrics = "metrics"
 )
 
 // Health is the answer of GET /health.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/observe"
 	"github.com/jobd/jobd/store"
 )
 
@@ -43,6 +44,10 @@ type Config struct {
 	Rate        int  // latency mode: inserts per second (default 100)
 	Keep        bool // leave the bench queue's jobs in place
 	Logger      *slog.Logger
+	// Observer and Tracer are the engine's (metrics and tracing on, to
+	// measure their cost); nil: off.
+	Observer observe.Jobs
+	Tracer   observe.Tracer
 }
 
 // Figure is one measured number.
@@ -149,10 +154,12 @@ type worker struct {
 
 func startWorker(ctx context.Context, cfg Config, onStart func(args json.RawMessage)) (*worker, error) {
 	eng, err := engine.New(engine.Config{
-		Store:  cfg.Store,
-		Queues: []engine.QueueConfig{{Queue: Queue, Concurrency: cfg.Concurrency}},
-		Logger: cfg.Logger,
-		Node:   "bench",
+		Store:    cfg.Store,
+		Queues:   []engine.QueueConfig{{Queue: Queue, Concurrency: cfg.Concurrency}},
+		Logger:   cfg.Logger,
+		Node:     "bench",
+		Observer: cfg.Observer,
+		Tracer:   cfg.Tracer,
 		// The bench never prunes other queues' jobs: it prunes its own.
 		Retention: 100 * 365 * 24 * time.Hour,
 	})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/observe"
 	"github.com/jobd/jobd/store"
 )
 
@@ -67,6 +68,13 @@ type Config struct {
 	// PreferWindow is the claim's prefer window (store.ClaimParams).
 	// Default 60s.
 	PreferWindow time.Duration
+	// Observer records the claims, executions and outcomes of this
+	// engine's jobs (metrics); default observe.Nop. It is called on the
+	// hot path and must not block.
+	Observer observe.Jobs
+	// Tracer makes each execution a span of its submitter's trace;
+	// default observe.Nop (no tracing, no cost).
+	Tracer observe.Tracer
 }
 
 // DefaultPreferWindow is the default of Config.PreferWindow.
@@ -90,6 +98,12 @@ func (c Config) WithDefaults() Config {
 	setDefault(&c.Retention, DefaultRetention)
 	setDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
 	setDefault(&c.PreferWindow, DefaultPreferWindow)
+	if c.Observer == nil {
+		c.Observer = observe.Nop{}
+	}
+	if c.Tracer == nil {
+		c.Tracer = observe.Nop{}
+	}
 	return c
 }
 

@@ -67,6 +67,9 @@ func (e *Engine) rescue(ctx context.Context) error {
 		n, err := e.store.JobRescue(cctx, dutyBatch)
 		cancel()
 		total += n
+		if n > 0 {
+			e.cfg.Observer.Rescued(n)
+		}
 		if err != nil || n < dutyBatch {
 			return err
 		}

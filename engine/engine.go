@@ -289,16 +289,16 @@ func (e *Engine) untrackLocked(x *execution) {
 	}
 }
 
-// end hands x's outcome to the finisher and removes x from the running
+// end hands x's outcome (its handler ran for ran) to the finisher and removes x from the running
 // jobs, unless the shutdown gave its job up already. The outcome is queued
 // before x stops counting as running, so the shutdown never closes the
 // finisher under it.
-func (e *Engine) end(x *execution, out store.Outcome) {
+func (e *Engine) end(x *execution, out store.Outcome, ran time.Duration) {
 	e.mu.Lock()
 	_, ok := e.running[x]
 	if ok {
 		e.untrackLocked(x)
-		e.fin.add(x.finishItem(out))
+		e.fin.add(x.finishItem(out, ran))
 	}
 	e.mu.Unlock()
 	if !ok {
@@ -355,7 +355,7 @@ func (e *Engine) drain() {
 	for _, x := range xs {
 		e.log.Error("engine: handler still running after its cancel; releasing its job without waiting for it",
 			"job_id", x.job.ID, "kind", x.job.Kind)
-		e.fin.add(x.finishItem(store.Outcome{Lease: x.lease, Status: store.OutcomeReleased}))
+		e.fin.add(x.finishItem(store.Outcome{Lease: x.lease, Status: store.OutcomeReleased}, e.clock.Now().Sub(x.startedAt)))
 	}
 }
 

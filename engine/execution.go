@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/observe"
 	"github.com/jobd/jobd/store"
 )
 
@@ -24,6 +25,11 @@ type execution struct {
 	lost     atomic.Bool // the loss of the lease was logged
 	// renewAt is when the heartbeat renews this lease next.
 	renewAt atomicTime
+	// rec records the execution's outcome, span traces it; startedAt is
+	// its claim.
+	rec       observe.KindRecorder
+	span      observe.Span
+	startedAt time.Time
 }
 
 // atomicTime is a time.Time that goroutines share without a lock.
@@ -49,10 +55,11 @@ func newExecution(p *producer, j *job.Job, cancel context.CancelCauseFunc) *exec
 func (x *execution) run(ctx, workCtx context.Context) {
 	x.progress.start(workCtx)
 	res, err := x.call(ctx)
+	ran := x.e.clock.Now().Sub(x.startedAt)
 	x.progress.stop(workCtx)
 	out := x.outcome(ctx, res, err)
 	x.cancel(nil)
-	x.e.end(x, out)
+	x.e.end(x, out, ran)
 }
 
 func (x *execution) call(ctx context.Context) (res json.RawMessage, err error) {
@@ -105,8 +112,11 @@ func (x *execution) outcome(ctx context.Context, res json.RawMessage, err error)
 	return out
 }
 
-func (x *execution) finishItem(out store.Outcome) finishItem {
-	return finishItem{out: out, queue: x.job.Queue, kind: x.job.Kind, attempt: x.job.Attempt, locked: x.job.LockKey != ""}
+// finishItem is x's outcome for the finisher; ran is how long its
+// handler ran.
+func (x *execution) finishItem(out store.Outcome, ran time.Duration) finishItem {
+	return finishItem{out: out, queue: x.job.Queue, kind: x.job.Kind, attempt: x.job.Attempt, locked: x.job.LockKey != "",
+		rec: x.rec, span: x.span, ran: ran}
 }
 
 // leaseLost cancels the handler because the node no longer holds the job.

@@ -3,9 +3,12 @@ package engine
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/observe"
 	"github.com/jobd/jobd/store"
 )
 
@@ -21,6 +24,11 @@ type finishItem struct {
 	attempt int
 	// locked: the job held a lock_key, which its end frees for another.
 	locked bool
+	// rec records the outcome and span ends with it (never nil); ran is
+	// how long the handler ran.
+	rec  observe.KindRecorder
+	span observe.Span
+	ran  time.Duration
 }
 
 // finisher writes the outcomes of the whole engine in batches: one
@@ -95,14 +103,22 @@ func (f *finisher) flush(ctx context.Context, h *health) {
 		for i, it := range batch {
 			outs[i] = it.out
 		}
+		began := f.e.clock.Now()
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
 		res, err := f.e.store.JobFinish(cctx, outs)
 		cancel()
+		if err == nil {
+			f.e.cfg.Observer.FinishBatch(len(outs), f.e.clock.Now().Sub(began))
+		}
 		var invalid *job.ValidationError
 		if errors.As(err, &invalid) {
 			// Retrying cannot help. Drop the batch: its leases expire and
 			// the reaper returns the jobs to their queues.
 			f.e.log.Error("engine: the store rejected job outcomes; dropping them", "jobs", len(batch), "err", err)
+			now := f.e.clock.Now()
+			for _, it := range batch {
+				it.span.End(observe.LeaseLost, err.Error(), now)
+			}
 			continue
 		}
 		if err != nil {
@@ -128,14 +144,21 @@ func (f *finisher) flush(ctx context.Context, h *health) {
 // back to queued wake their queue through the store.)
 func (f *finisher) report(batch []finishItem, res []store.FinishResult) {
 	woken := make(map[string]bool)
+	debug := f.e.log.Enabled(context.Background(), slog.LevelDebug)
+	now := f.e.clock.Now()
 	for i, it := range batch {
+		if i < len(res) {
+			o := observe.OutcomeOf(res[i].State, it.out.Status, res[i].Lost)
+			it.rec.Finished(o, it.ran)
+			it.span.End(o, it.out.Error, now)
+		}
 		if i < len(res) && res[i].Lost {
 			f.e.log.Warn("engine: lease lost before the outcome was written; outcome dropped",
-				"job_id", it.out.ID, "kind", it.kind, "attempt", it.attempt, "outcome", it.out.Status)
+				"job_id", it.out.ID, "queue", it.queue, "kind", it.kind, "attempt", it.attempt, "outcome", it.out.Status)
 			f.e.signals.outcomeLost.Fire(it.out.ID)
-		} else if i < len(res) {
-			f.e.log.Debug("engine: job finished", "job_id", it.out.ID, "kind", it.kind,
-				"attempt", it.attempt, "outcome", it.out.Status, "state", res[i].State)
+		} else if i < len(res) && debug {
+			f.e.log.Debug("engine: job finished", "job_id", it.out.ID, "queue", it.queue, "kind", it.kind,
+				"attempt", it.attempt, "outcome", it.out.Status, "state", res[i].State, "error", it.out.Error)
 		}
 		if it.locked && !woken[it.queue] {
 			woken[it.queue] = true

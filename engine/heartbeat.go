@@ -94,6 +94,7 @@ func (e *Engine) heartbeat(ctx context.Context, xs []*execution, h *health) {
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	res, err := e.store.JobHeartbeat(cctx, e.cfg.Node, leases)
 	cancel()
+	e.cfg.Observer.HeartbeatBatch(len(leases))
 	if err != nil {
 		if ctx.Err() == nil {
 			h.fail(err)

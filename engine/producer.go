@@ -2,9 +2,12 @@ package engine
 
 import (
 	"context"
+	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/observe"
 	"github.com/jobd/jobd/store"
 )
 
@@ -36,6 +39,22 @@ type producer struct {
 	// cursor is where the last full claim stopped, owned by run's
 	// goroutine; nil when the next claim starts from the best job.
 	cursor *store.ClaimCursor
+	// kinds holds the observer's recorder of each kind of the queue,
+	// owned by run's goroutine.
+	kinds map[string]observe.KindRecorder
+}
+
+// recorder returns the observer's recorder of kind, resolved once.
+func (p *producer) recorder(kind string) observe.KindRecorder {
+	r, ok := p.kinds[kind]
+	if !ok {
+		if p.kinds == nil {
+			p.kinds = make(map[string]observe.KindRecorder)
+		}
+		r = p.e.cfg.Observer.Kind(p.cfg.Queue, kind)
+		p.kinds[kind] = r
+	}
+	return r
 }
 
 // wakeUp tells the producer that its queue may have new jobs, possibly
@@ -91,10 +110,15 @@ func (p *producer) claim(ctx, workCtx, jobBase context.Context, h *health) {
 			p.cursor = nil
 		}
 		after := p.cursor
+		began := p.e.clock.Now()
 		cctx, cancel := context.WithTimeout(workCtx, callTimeout)
 		jobs, err := p.e.store.JobClaim(cctx, store.ClaimParams{Queue: p.cfg.Queue, Max: n, Owner: p.e.cfg.Node,
 			Capabilities: p.caps, PreferWindow: p.e.cfg.PreferWindow, After: after})
 		cancel()
+		claimedAt := p.e.clock.Now()
+		if err == nil {
+			p.e.cfg.Observer.Claimed(p.cfg.Queue, len(jobs), claimedAt.Sub(began))
+		}
 		if err != nil {
 			if workCtx.Err() != nil {
 				return
@@ -111,15 +135,17 @@ func (p *producer) claim(ctx, workCtx, jobBase context.Context, h *health) {
 		if ctx.Err() != nil {
 			// Shutting down: hand the jobs straight back.
 			for _, j := range jobs {
+				rec := p.recorder(j.Kind)
+				rec.Started(claimedAt.Sub(j.RunAt)) // claimed all the same
 				p.e.fin.add(finishItem{
 					out:   store.Outcome{Lease: store.Lease{ID: j.ID, Token: j.LeaseToken}, Status: store.OutcomeReleased},
-					queue: j.Queue, kind: j.Kind, attempt: j.Attempt,
+					queue: j.Queue, kind: j.Kind, attempt: j.Attempt, rec: rec, span: observe.Nop{},
 				})
 			}
 			return
 		}
 		for _, j := range jobs {
-			p.start(workCtx, jobBase, j)
+			p.start(workCtx, jobBase, j, claimedAt)
 		}
 		p.cursor = nil
 		if len(jobs) == n {
@@ -134,9 +160,17 @@ func (p *producer) claim(ctx, workCtx, jobBase context.Context, h *health) {
 	}
 }
 
-func (p *producer) start(workCtx, jobBase context.Context, j *job.Job) {
+// start runs the handler of j, claimed at at.
+func (p *producer) start(workCtx, jobBase context.Context, j *job.Job, at time.Time) {
+	if p.e.log.Enabled(workCtx, slog.LevelDebug) {
+		p.e.log.Debug("engine: job claimed", "job_id", j.ID, "queue", j.Queue, "kind", j.Kind, "attempt", j.Attempt)
+	}
+	rec := p.recorder(j.Kind)
+	rec.Started(at.Sub(j.RunAt))
 	ctx, cancel := context.WithCancelCause(jobBase)
+	ctx, span := p.e.cfg.Tracer.StartJob(ctx, j, at)
 	x := newExecution(p, j, cancel)
+	x.rec, x.span, x.startedAt = rec, span, at
 	p.active.Add(1)
 	p.e.track(x)
 	go x.run(ctx, workCtx)

@@ -9,6 +9,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/job"
@@ -98,7 +99,8 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request) {
 		}
 		ctx, cancel := context.WithTimeoutCause(r.Context(), up.Timeout, errTimeout)
 		defer cancel()
-		up.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, targetKey{}, t)))
+		call := &proxyCall{target: t, began: g.clock.Now()}
+		up.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, targetKey{}, call)))
 		return
 	}
 	if err := g.submit(w, r, up, rest, mode); err != nil {
@@ -113,8 +115,14 @@ func (g *Gateway) authorize(r *http.Request, scope string) error {
 	return g.cfg.Authorizer.Authorize(r, scope)
 }
 
-// targetKey carries a synchronous request's upstream URL to the proxy.
+// targetKey carries a synchronous request's *proxyCall to the proxy.
 type targetKey struct{}
+
+// proxyCall is a synchronous call: its upstream URL and its start.
+type proxyCall struct {
+	target *url.URL
+	began  time.Time
+}
 
 // errTimeout is the cause of an upstream call's context when its timeout
 // passed.
@@ -128,7 +136,7 @@ func (g *Gateway) newProxy(up *upstream) http.Handler {
 	return &httputil.ReverseProxy{
 		Transport: g.cfg.Transport,
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			t := *pr.In.Context().Value(targetKey{}).(*url.URL)
+			t := *pr.In.Context().Value(targetKey{}).(*proxyCall).target
 			pr.Out.URL = &t
 			pr.Out.Host = ""
 			pr.SetXForwarded()
@@ -139,7 +147,15 @@ func (g *Gateway) newProxy(up *upstream) http.Handler {
 			}
 			up.setUser(pr.Out.Header)
 		},
+		ModifyResponse: func(resp *http.Response) error {
+			call := resp.Request.Context().Value(targetKey{}).(*proxyCall)
+			g.cfg.Observer.UpstreamCall(up.Name, resp.StatusCode, g.clock.Now().Sub(call.began))
+			return nil
+		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if call, ok := r.Context().Value(targetKey{}).(*proxyCall); ok {
+				g.cfg.Observer.UpstreamCall(up.Name, 0, g.clock.Now().Sub(call.began))
+			}
 			switch {
 			case errors.Is(context.Cause(r.Context()), errTimeout):
 				g.writeError(w, r, problemf(api.ProblemUpstreamTimeout, "", "upstream %q did not answer within %s", up.Name, up.Timeout))
@@ -178,6 +194,9 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request, up *upstream, r
 		return problemf(api.ProblemTooLarge, "", "the request (headers and body) is too large to queue: at most %d bytes", g.cfg.MaxArgsBytes)
 	}
 	p := job.InsertParams{Queue: Queue, Kind: Kind, Args: args, MaxAttempts: g.cfg.MaxAttempts}
+	if tp := r.Header.Get("traceparent"); job.ValidTraceParent(tp) {
+		p.TraceParent = tp // the request's execution joins the caller's trace
+	}
 	if key := r.Header.Get("Idempotency-Key"); key != "" {
 		if len(key) > maxIdempotencyKey {
 			return problemf(api.ProblemBadRequest, "Idempotency-Key", "Idempotency-Key may be at most %d bytes", maxIdempotencyKey)

@@ -25,6 +25,7 @@ import (
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/internal/testsignal"
 	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/observe"
 	"github.com/jobd/jobd/store"
 )
 
@@ -97,6 +98,11 @@ type Config struct {
 	// Transport makes the upstream calls; default a clone of
 	// http.DefaultTransport.
 	Transport http.RoundTripper
+	// Observer records the upstream calls; default observe.Nop.
+	Observer observe.Gateway
+	// Tracer propagates an async request's execution span to its
+	// upstream (traceparent); default observe.Nop.
+	Tracer observe.Tracer
 }
 
 func (c Config) withDefaults() Config {
@@ -129,6 +135,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Transport == nil {
 		c.Transport = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	if c.Observer == nil {
+		c.Observer = observe.Nop{}
+	}
+	if c.Tracer == nil {
+		c.Tracer = observe.Nop{}
 	}
 	return c
 }

@@ -51,14 +51,20 @@ func (g *Gateway) perform(ctx context.Context, j *engine.Job[Request]) (Response
 	}
 	dropHopHeaders(out.Header)
 	up.setUser(out.Header)
+	// The upstream call is part of the execution's span (the caller's
+	// trace when it sent a traceparent).
+	g.cfg.Tracer.Inject(ctx, out.Header)
 	if len(req.Body) == 0 {
 		out.Body, out.GetBody, out.ContentLength = http.NoBody, nil, 0
 	}
 
+	began := g.clock.Now()
 	resp, err := g.client.Do(out)
 	if err != nil {
+		g.cfg.Observer.UpstreamCall(up.Name, 0, g.clock.Now().Sub(began))
 		return Response{}, callError(ctx, what, up, err)
 	}
+	g.cfg.Observer.UpstreamCall(up.Name, resp.StatusCode, g.clock.Now().Sub(began))
 	defer resp.Body.Close()
 	if resp.StatusCode >= 500 {
 		drain(resp.Body)

@@ -28,11 +28,13 @@ const (
 	// scopeWorker is held by remote workers' keys only, which carry no
 	// other scope; the worker routes check the key's worker (workerOf).
 	scopeWorker scope = api.ScopeWorker
+	// scopeMetrics is a scraper's: GET /metrics.
+	scopeMetrics scope = api.ScopeMetrics
 )
 
 // scopes is the table of scopes a key may be given. Adding one (the
 // remote-worker issue adds "worker") is one line here plus its routes.
-var scopes = []scope{scopeSubmit, scopeRead, scopeAdmin}
+var scopes = []scope{scopeSubmit, scopeRead, scopeAdmin, scopeMetrics}
 
 func knownScope(name string) bool { return slices.Contains(scopes, scope(name)) }
 

@@ -38,6 +38,7 @@ func toAPIJob(j *job.Job) api.Job {
 		StartedAt:       utc(j.StartedAt),
 		FinishedAt:      utc(j.FinishedAt),
 		UpdatedAt:       j.UpdatedAt.UTC(),
+		TraceParent:     j.TraceParent,
 	}
 }
 

@@ -139,6 +139,11 @@ func (s *server) create(w http.ResponseWriter, r *http.Request, body submission,
 	if err != nil {
 		return err
 	}
+	// The caller's trace, for the job's executions to join; a malformed
+	// traceparent is ignored, as W3C Trace Context says.
+	if tp := r.Header.Get("traceparent"); job.ValidTraceParent(tp) {
+		p.TraceParent = tp
+	}
 	res, err := s.insert(r, p)
 	if err != nil {
 		return err
@@ -147,6 +152,7 @@ func (s *server) create(w http.ResponseWriter, r *http.Request, body submission,
 	if res.Created {
 		status = http.StatusCreated
 		w.Header().Set("Location", "/api/v1/jobs/"+res.Job.ID.String())
+		s.logTransition(r, "api: job queued", res.Job)
 	}
 	return writeJSON(w, status, render(res.Job))
 }
@@ -215,15 +221,15 @@ func waitParam(r *http.Request) (time.Duration, error) {
 
 // cancel: POST /api/v1/jobs/{id}/cancel.
 func (s *server) cancel(w http.ResponseWriter, r *http.Request) error {
-	return s.transition(w, r, s.store.JobCancel)
+	return s.transition(w, r, "api: job canceled or its cancel requested", s.store.JobCancel)
 }
 
 // retry: POST /api/v1/jobs/{id}/retry.
 func (s *server) retry(w http.ResponseWriter, r *http.Request) error {
-	return s.transition(w, r, s.store.JobRetry)
+	return s.transition(w, r, "api: job retried", s.store.JobRetry)
 }
 
-func (s *server) transition(w http.ResponseWriter, r *http.Request, apply func(ctx context.Context, id uuid.UUID) (*job.Job, error)) error {
+func (s *server) transition(w http.ResponseWriter, r *http.Request, what string, apply func(ctx context.Context, id uuid.UUID) (*job.Job, error)) error {
 	if err := checkQuery(r); err != nil {
 		return err
 	}
@@ -235,6 +241,7 @@ func (s *server) transition(w http.ResponseWriter, r *http.Request, apply func(c
 	if err != nil {
 		return err
 	}
+	s.logTransition(r, what, j)
 	return writeJSON(w, http.StatusOK, toAPIJob(j))
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/internal/problem"
 	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/observe"
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/store"
 )
@@ -134,6 +135,10 @@ func (s *server) runTask(w http.ResponseWriter, r *http.Request, task process.Ta
 		if j, err = s.waitTask(r, j.ID, wait); err != nil {
 			return err
 		}
+		if j.FinishedAt != nil {
+			// How long after the task ended its caller learned of it.
+			s.obs.Process.ProcessStage(observe.StageNotification, max(s.clock.Now().Sub(*j.FinishedAt), 0))
+		}
 	}
 	if !j.State.Final() {
 		doc := api.ProcessTaskTimeout{
@@ -232,7 +237,10 @@ func (s *server) deleteProcess(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.ProcessDelete(r.Context(), r.PathValue("ns"), id); err != nil {
+	began := s.clock.Now()
+	err = s.store.ProcessDelete(r.Context(), r.PathValue("ns"), id)
+	s.obs.Process.ProcessStage(observe.StageProcessRemoving, s.since(began))
+	if err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

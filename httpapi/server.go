@@ -69,6 +69,15 @@ type Config struct {
 	// Processes runs the durable processes of /api/v1/processes/...; nil
 	// answers them 404.
 	Processes *process.Runner
+	// Metrics serves GET /metrics (the Prometheus text format), which
+	// needs the metrics scope (or admin) when authentication is on; nil
+	// answers it 404.
+	Metrics http.Handler
+	// MetricsPublic serves /metrics without a credential even when
+	// authentication is on (a scraper on a trusted network).
+	MetricsPublic bool
+	// Observer records what the API does, for metrics and traces.
+	Observer Observer
 }
 
 func (c Config) withDefaults() Config {
@@ -87,6 +96,7 @@ func (c Config) withDefaults() Config {
 	if c.PreferWindow == 0 {
 		c.PreferWindow = DefaultPreferWindow
 	}
+	c.Observer = c.Observer.withDefaults()
 	if c.WorkerRetryDelay == 0 {
 		c.WorkerRetryDelay = DefaultWorkerRetryDelay
 	} else if c.WorkerRetryDelay < 0 {
@@ -117,6 +127,9 @@ type server struct {
 	clock   clock.Clock
 	started time.Time
 	auth    *authenticator
+	obs     Observer
+	// claims remembers the remote workers' claims until their outcomes.
+	claims claimNotes
 }
 
 // New returns the API handler.
@@ -132,6 +145,7 @@ func New(cfg Config) (http.Handler, error) {
 		clock:   cfg.Clock,
 		started: cfg.Clock.Now(),
 		auth:    newAuthenticator(cfg.Store, cfg.AdminSecret),
+		obs:     cfg.Observer,
 	}
 	mux := http.NewServeMux()
 	for _, rt := range s.routes() {
@@ -158,6 +172,7 @@ func (s *server) routes() []route {
 		{"GET", "/health", "", s.health},
 		{"GET", "/status", scopeRead, s.status},
 		{"GET", "/openapi.json", "", s.openAPI},
+		{"GET", "/metrics", s.metricsScope(), s.metrics},
 
 		{"POST", "/api/v1/jobs", scopeSubmit, s.submit},
 		{"GET", "/api/v1/jobs", scopeRead, s.list},
@@ -213,6 +228,24 @@ func (s *server) routes() []route {
 		{"DELETE", "/api/v1/async/expired", scopeAdmin, s.async},
 		{"DELETE", "/api/v1/async/{id}", scopeAdmin, s.async},
 	}
+}
+
+// metricsScope is the scope /metrics needs: metrics, or none when it is
+// public.
+func (s *server) metricsScope() scope {
+	if s.cfg.MetricsPublic {
+		return ""
+	}
+	return scopeMetrics
+}
+
+// metrics: GET /metrics, served by Config.Metrics.
+func (s *server) metrics(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Metrics == nil {
+		return problem.Errorf(api.ProblemNotFound, "", "metrics are not served by this handler")
+	}
+	s.cfg.Metrics.ServeHTTP(w, r)
+	return nil
 }
 
 // async hands an async-result route, its scope checked, to Config.Async.
@@ -293,6 +326,7 @@ func (h *root) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	if handler, pattern := h.mux.Handler(r); pattern == "" {
+		r.Pattern = "" // no route of ours served it, whatever an outer mux said
 		h.unmatched(rw, r, handler)
 		return
 	}

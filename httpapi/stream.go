@@ -42,6 +42,8 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request) error {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	s.obs.HTTP.Subscribers(1)
+	defer s.obs.HTTP.Subscribers(-1)
 	sse := &sseWriter{w: w, rc: http.NewResponseController(w)}
 	if err := sse.job(last); err != nil || last.State.Final() {
 		return nil

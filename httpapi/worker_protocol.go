@@ -113,6 +113,7 @@ func (s *server) workerClaim(w http.ResponseWriter, r *http.Request) error {
 	}
 	for {
 		jobs, err := s.claimFor(ctx, wk, req)
+		s.claimed(r, jobs)
 		if err != nil {
 			return err
 		}
@@ -236,6 +237,7 @@ func (s *server) workerFinish(w http.ResponseWriter, r *http.Request, out store.
 	if err != nil {
 		return err
 	}
+	s.finished(r.Context(), out, res[0])
 	if res[0].Lost {
 		return job.ErrLeaseLost
 	}

@@ -48,6 +48,9 @@ type InsertParams struct {
 	// duplicates, nil when empty); see NormalizeCapabilities.
 	Requires []string
 	Prefers  []string
+	// TraceParent is the W3C traceparent of the submitter's trace, for the
+	// job's executions to join it (see ValidTraceParent); "" for none.
+	TraceParent string
 }
 
 // Normalize validates p, fills its defaults in place and, for
@@ -103,6 +106,9 @@ func (p *InsertParams) Normalize(maxArgs int) (argsHash string, err error) {
 		if len(v) > MaxKeyBytes || CheckText(field, v) != nil {
 			return "", Invalid(field, "must be valid UTF-8 of at most %d bytes, without NUL", MaxKeyBytes)
 		}
+	}
+	if p.TraceParent != "" && !ValidTraceParent(p.TraceParent) {
+		return "", Invalid("trace_parent", "must be a W3C traceparent of version 00")
 	}
 	if p.Requires, err = NormalizeCapabilities("requires", p.Requires); err != nil {
 		return "", err

@@ -96,6 +96,10 @@ type Job struct {
 	Checkpoint      json.RawMessage
 	Result          json.RawMessage
 	LastError       string
+	// TraceParent is the W3C traceparent of the trace its submitter
+	// started (see ValidTraceParent); "" for none. Each execution of the
+	// job is a span of that trace.
+	TraceParent string
 
 	CreatedAt  time.Time
 	StartedAt  *time.Time

@@ -10,6 +10,7 @@ import (
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/observe"
 	"github.com/jobd/jobd/store"
 )
 
@@ -57,12 +58,17 @@ type Option func(*Runner)
 // of clock.Real.
 func WithClock(c clock.Clock) Option { return func(r *Runner) { r.clock = c } }
 
+// WithObserver makes the runner report the stages of its tasks to o
+// (metrics) instead of nowhere.
+func WithObserver(o observe.Process) Option { return func(r *Runner) { r.obs = o } }
+
 // Runner submits process tasks and runs them as engine jobs.
 type Runner struct {
 	store  store.Store
 	queue  string
 	spaces map[string]Namespace
 	clock  clock.Clock
+	obs    observe.Process
 }
 
 // TaskArgs are the args of a task job.
@@ -85,7 +91,7 @@ func New(st store.Store, e *engine.Engine, queue string, spaces []Namespace, opt
 	if queue == "" {
 		queue = DefaultQueue
 	}
-	r := &Runner{store: st, queue: queue, spaces: make(map[string]Namespace), clock: clock.Real}
+	r := &Runner{store: st, queue: queue, spaces: make(map[string]Namespace), clock: clock.Real, obs: observe.Nop{}}
 	for _, o := range opts {
 		o(r)
 	}
@@ -152,7 +158,9 @@ func (r *Runner) Submit(ctx context.Context, ns, id string, task Task, args json
 	if err != nil {
 		return nil, err
 	}
+	began := r.clock.Now()
 	res, err := r.store.JobInsertMany(ctx, []job.InsertParams{p})
+	r.stage(observe.StageRequestPreparing, began)
 	if err != nil {
 		return nil, fmt.Errorf("process: submit %s of %s/%s: %w", task, ns, id, err)
 	}
@@ -174,7 +182,10 @@ func (r *Runner) handle(ctx context.Context, j *engine.Job[TaskArgs]) (json.RawM
 		// acted; never run it twice.
 		zombie := base
 		zombie.Status, zombie.Detail = store.ProcessError, ErrZombie.Error()
-		if _, err := r.save(ctx, zombie); err != nil && !errors.Is(err, job.ErrNotFound) {
+		began := r.clock.Now()
+		_, err := r.save(ctx, zombie)
+		r.stage(observe.StageZombieCollection, began)
+		if err != nil && !errors.Is(err, job.ErrNotFound) {
 			return nil, engine.Permanent(fmt.Errorf("%w; saving it: %w", ErrZombie, err))
 		}
 		return nil, engine.Permanent(ErrZombie)
@@ -204,7 +215,9 @@ func (r *Runner) handle(ctx context.Context, j *engine.Job[TaskArgs]) (json.RawM
 		return r.finish(ctx, rm, nil)
 	}
 	cctx, cancel := context.WithTimeout(ctx, ns.Timeout)
+	began := r.clock.Now()
 	resp, err := ns.Processor.Process(cctx, requestOf(a, p))
+	r.stage(observe.StageTaskProcessing, began)
 	cancel()
 	if err == nil {
 		err = checkResponse(resp)
@@ -255,10 +268,22 @@ func (r *Runner) finish(ctx context.Context, res store.ProcessTaskResult, respon
 		return nil, engine.Permanent(err)
 	}
 	res.Outcome = out
-	if _, err := r.save(ctx, res); err != nil {
+	began := r.clock.Now()
+	_, err = r.save(ctx, res)
+	if res.Remove {
+		r.stage(observe.StageProcessRemoving, began)
+	} else {
+		r.stage(observe.StageTaskCompletion, began)
+	}
+	if err != nil {
 		return nil, engine.Permanent(fmt.Errorf("save task: %w", err))
 	}
 	return out, nil
+}
+
+// stage records a stage that began at began.
+func (r *Runner) stage(s observe.Stage, began time.Time) {
+	r.obs.ProcessStage(s, r.clock.Now().Sub(began))
 }
 
 // saveTimeout bounds the save of a task's changes.

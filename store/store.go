@@ -200,6 +200,13 @@ type QueueStore interface {
 	// batches are all that transaction's); a job that changes state while
 	// the purge runs may be left. The queue's settings (paused) are kept.
 	QueuePurge(ctx context.Context, queue string) (int64, error)
+	// QueueHealth reports, in one statement, each queue's queued,
+	// scheduled and running jobs, the run_at of its oldest due job and
+	// its due jobs waiting on a busy lock_key, and the remote workers by
+	// status, as of the store's now (see Health). It reads the partial
+	// indexes of the active jobs, never the finished ones: its cost grows
+	// with the active jobs, not with the table.
+	QueueHealth(ctx context.Context, params HealthParams) (*Health, error)
 }
 
 // LeaderStore elects, per duty, the node that runs it.

@@ -9,11 +9,14 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/bench"
+	"github.com/jobd/jobd/internal/buildinfo"
+	"github.com/jobd/jobd/internal/telemetry"
+	"github.com/jobd/jobd/observe"
 )
 
 var benchCommand = &Command{
 	Name:    "bench",
-	Usage:   "jobd bench [--database URL] [--mode all|" + strings.Join(bench.Modes, "|") + "] [--jobs N] [--duration D] [--json]",
+	Usage:   "jobd bench [--database URL] [--mode all|" + strings.Join(bench.Modes, "|") + "] [--jobs N] [--duration D] [--json] [--metrics] [--tracing]",
 	Summary: "measure throughput, latency and backlog sensitivity on a store",
 	Run:     runBench,
 }
@@ -30,13 +33,15 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	rate := fs.Int("rate", 100, "latency mode: single inserts per second")
 	keep := fs.Bool("keep", false, "leave the bench queue's jobs in the database")
 	asJSON := fs.Bool("json", false, "print the figures as one JSON object")
+	withMetrics := fs.Bool("metrics", false, "record the engine's metrics (and refresh the queue health snapshot every 5s), as serve does")
+	withTracing := fs.Bool("tracing", false, "trace every execution (the OTEL_* exporter when configured, else spans batched and dropped)")
 	if err := parseFlags(fs, env, args); err != nil {
 		return err
 	}
 	if !bench.ValidMode(*mode) {
 		return usageError("--mode must be all or one of %s", strings.Join(bench.Modes, ", "))
 	}
-	logger := newLogger(env, "warn", "text")
+	logger := newLogger(env, "warn", "text", urlSecrets(*database))
 	st, err := openStore(ctx, *database, logger)
 	if err != nil {
 		return err
@@ -45,6 +50,27 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	if err := st.Migrate(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
+	var observer observe.Jobs
+	if *withMetrics {
+		m := telemetry.NewMetrics(telemetry.Config{Version: buildinfo.Version(), Pools: poolsOf(st)})
+		health := m.WatchHealth(telemetry.HealthConfig{Source: st, Logger: logger})
+		hctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go health.Run(hctx)
+		observer = m
+	}
+	var tracer observe.Tracer
+	if *withTracing {
+		tp, err := telemetry.TracerProviderFromEnv(ctx, env.Getenv, buildinfo.Version())
+		if err != nil {
+			return usageError("%v", err)
+		}
+		if tp == nil {
+			tp = telemetry.DiscardingTracerProvider()
+		}
+		defer shutdownTracing(ctx, tp, logger)
+		tracer = telemetry.NewTracer(tp, nil)
+	}
 	var progress io.Writer = env.Stdout
 	if *asJSON {
 		progress = nil
@@ -52,6 +78,7 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	figs, err := bench.Run(ctx, bench.Config{
 		Store: st, Mode: *mode, Jobs: *jobs, Duration: *duration,
 		Concurrency: *concurrency, Rate: *rate, Keep: *keep, Logger: logger,
+		Observer: observer, Tracer: tracer,
 	}, progress)
 	if *asJSON {
 		out := make(map[string]float64, len(figs))

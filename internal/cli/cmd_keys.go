@@ -12,7 +12,7 @@ import (
 var keysCommand = &Command{
 	Name: "keys",
 	Usage: "jobd keys [flags] [list]\n" +
-		"       jobd keys [flags] create --name NAME --scopes submit,read,admin\n" +
+		"       jobd keys [flags] create --name NAME --scopes submit,read,admin,metrics\n" +
 		"       jobd keys [flags] revoke KEY-ID",
 	Summary: "manage API keys (needs the admin secret or an admin key)",
 	Run:     runKeys,
@@ -82,7 +82,7 @@ func listKeys(ctx context.Context, env *Env, cf *clientFlags) error {
 func createKey(ctx context.Context, env *Env, cf *clientFlags, args []string) error {
 	fs := newFlagSet(env, "keys create")
 	name := fs.String("name", "", "the key's name (required)")
-	scopes := fs.String("scopes", "", "comma-separated scopes: submit, read, admin (admin implies all)")
+	scopes := fs.String("scopes", "", "comma-separated scopes: submit, read, admin, metrics (admin implies all)")
 	if err := fs.Parse(args); err != nil {
 		return usageError("%v", err)
 	}

@@ -20,7 +20,7 @@ func runMigrate(ctx context.Context, env *Env, args []string) error {
 	if err := parseFlags(fs, env, args); err != nil {
 		return err
 	}
-	s, err := openStore(ctx, *database, newLogger(env, "info", "text"))
+	s, err := openStore(ctx, *database, newLogger(env, "info", "text", urlSecrets(*database)))
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/jobd/jobd/gateway"
 	"github.com/jobd/jobd/httpapi"
 	"github.com/jobd/jobd/internal/buildinfo"
+	"github.com/jobd/jobd/internal/telemetry"
+	"github.com/jobd/jobd/observe"
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/remote"
 	"github.com/jobd/jobd/store"
@@ -46,6 +48,11 @@ type serveFlags struct {
 
 	// Durable processes' HTTP processors, as JSON.
 	processors string
+
+	// Metrics.
+	metricsListen  string
+	metricsPublic  bool
+	healthInterval time.Duration
 }
 
 // listFlag is a repeatable flag; each value may hold several items
@@ -87,6 +94,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.asyncMaxResponse, "async-max-response", gateway.DefaultMaxResponseBytes, "async gateway: largest stored response body in bytes; a larger one fails its request")
 	fs.StringVar(&f.processors, "processors", "", `durable processes: HTTP processors as JSON [{"namespace":NS,"url":URL,"timeout":"30s"}] (env JOBD_PROCESSORS)`)
 	fs.IntVar(&f.asyncConc, "async-concurrency", gateway.DefaultConcurrency, "async gateway: upstream calls this node makes at once (the gateway queue's worker pool)")
+	fs.StringVar(&f.metricsListen, "metrics-listen", "", "also serve GET /metrics on this address (it is always on the API's --listen)")
+	fs.BoolVar(&f.metricsPublic, "metrics-public", false, "serve /metrics without a credential even with --admin-secret")
+	fs.DurationVar(&f.healthInterval, "queue-health-interval", telemetry.DefaultHealthInterval, "refresh period of the queue health gauges of /metrics (one store query each)")
 }
 
 // gatewayQueue adds the gateway's worker pool to queues unless --workers
@@ -144,7 +154,16 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		}
 		queues = processQueue(queues)
 	}
-	logger := newLogger(env, f.logLevel, f.logFormat)
+	if f.healthInterval <= 0 {
+		return usageError("--queue-health-interval must be positive")
+	}
+	secrets := f.secrets(upstreams, spaces)
+	logger := newLogger(env, f.logLevel, f.logFormat, secrets)
+	tracer, stopTracing, err := startTracing(ctx, env, logger, secrets)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	defer stopTracing()
 
 	st, err := openStore(ctx, f.database, logger)
 	if err != nil {
@@ -154,8 +173,18 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if err := st.Migrate(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	eng, err := engine.New(engine.Config{
-		Store: st, Queues: queues, Node: f.node, Logger: logger,
+	var eng *engine.Engine
+	telemetryCfg := telemetry.Config{Version: buildinfo.Version(), Pools: poolsOf(st),
+		Leading: func() bool { return eng != nil && eng.Leading() }}
+	if len(spaces) > 0 {
+		telemetryCfg.ProcessQueue = process.DefaultQueue
+	}
+	if len(upstreams) > 0 {
+		telemetryCfg.GatewayQueue = gateway.Queue
+	}
+	metrics := telemetry.NewMetrics(telemetryCfg)
+	eng, err = engine.New(engine.Config{
+		Store: st, Queues: queues, Node: f.node, Logger: logger, Observer: metrics, Tracer: tracer,
 		HeartbeatInterval: f.heartbeat, PollInterval: f.poll, ReaperInterval: f.reaper,
 		ProgressInterval: f.progress, Retention: f.retention, ShutdownTimeout: f.shutdownTimeout,
 		// The remote workers' long-polling claims share the engine's Listen.
@@ -174,20 +203,23 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	builtin.Register(eng)
+	health := metrics.WatchHealth(telemetry.HealthConfig{Source: st, Interval: f.healthInterval, Logger: logger})
 	apiCfg := httpapi.Config{
 		Store: st, Logger: logger, Version: buildinfo.Version(), AdminSecret: f.adminSecret,
 		MaxBodyBytes: int64(f.maxBody), MaxArgsBytes: f.maxArgs,
 		Wakeups: eng.Subscribe, PreferWindow: f.preferWindow, WorkerRetryDelay: f.workerRetry,
+		Metrics: metrics.Handler(), MetricsPublic: f.metricsPublic,
+		Observer: httpapi.Observer{Jobs: metrics, HTTP: metrics, Process: metrics, Tracer: tracer},
 	}
 	if len(spaces) > 0 {
-		if apiCfg.Processes, err = process.New(st, eng, "", spaces); err != nil {
+		if apiCfg.Processes, err = process.New(st, eng, "", spaces, process.WithObserver(metrics)); err != nil {
 			return usageError("%v", err)
 		}
 		logger.Info("durable processes on", "namespaces", len(spaces))
 	}
 	var gw *gateway.Gateway
 	if len(upstreams) > 0 {
-		gw, err = f.gateway(st, eng, upstreams, logger)
+		gw, err = f.gateway(st, eng, upstreams, logger, metrics, tracer)
 		if err != nil {
 			return usageError("%v", err)
 		}
@@ -213,13 +245,28 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		}
 		logger.Info("async gateway on", "upstreams", strings.Join(names, ","))
 	}
+	handler = httpapi.Instrument(handler, httpapi.InstrumentConfig{Logger: logger, Observer: metrics})
+
+	hctx, stopHealth := context.WithCancel(ctx)
+	healthDone := make(chan struct{})
+	go func() { defer close(healthDone); health.Run(hctx) }()
+	defer func() { stopHealth(); <-healthDone }()
+	if f.metricsListen != "" {
+		mh := httpapi.MetricsHandler(st, f.adminSecret, f.metricsPublic, metrics.Handler(), logger)
+		stop, err := serveMetrics(ctx, logger, f.metricsListen, httpapi.Instrument(mh, httpapi.InstrumentConfig{Logger: logger, Observer: metrics}))
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	return serve(ctx, env, logger, f.listen, handler, eng)
 }
 
 // gateway builds the async gateway over the store and the engine.
-func (f *serveFlags) gateway(st store.Store, eng *engine.Engine, upstreams []gateway.Upstream, logger *slog.Logger) (*gateway.Gateway, error) {
+func (f *serveFlags) gateway(st store.Store, eng *engine.Engine, upstreams []gateway.Upstream, logger *slog.Logger,
+	obs observe.Gateway, tracer observe.Tracer) (*gateway.Gateway, error) {
 	cfg := gateway.Config{
-		Store: st, Engine: eng, Upstreams: upstreams, Logger: logger,
+		Store: st, Engine: eng, Upstreams: upstreams, Logger: logger, Observer: obs, Tracer: tracer,
 		MaxPending: f.asyncMaxPending, ResultTTL: f.asyncResultTTL,
 		MaxResponseBytes: f.asyncMaxResponse, MaxArgsBytes: f.maxArgs,
 	}

@@ -84,7 +84,9 @@ func runWorker(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	logger := newLogger(env, f.logLevel, "text")
+	secrets := urlSecrets(f.server)
+	secrets.Add(f.key)
+	logger := newLogger(env, f.logLevel, "text", secrets)
 	w := client.NewWorker(c, client.WorkerConfig{
 		Queues: queues, Concurrency: f.concurrency, ClaimWait: f.claimWait,
 		HeartbeatInterval: f.heartbeat, ShutdownTimeout: f.shutdownTimeout, Logger: logger,

@@ -23,7 +23,7 @@ func openStore(ctx context.Context, url string, logger *slog.Logger) (store.Stor
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
 		s, err := postgres.Open(ctx, url, postgres.Options{Clock: clock.Real, Logger: logger})
 		if err != nil {
-			return nil, fmt.Errorf("open PostgreSQL: %w", redact(err, url))
+			return nil, fmt.Errorf("open PostgreSQL: %w", redactPassword(err, url))
 		}
 		return s, nil
 	case strings.HasPrefix(url, "sqlite:"):
@@ -42,9 +42,9 @@ func openStore(ctx context.Context, url string, logger *slog.Logger) (store.Stor
 	}
 }
 
-// redact keeps a database URL's password out of an error's message; the
+// redactPassword keeps a database URL's password out of an error's message; the
 // error chain stays intact for errors.Is.
-func redact(err error, url string) error {
+func redactPassword(err error, url string) error {
 	secret := password(url)
 	if secret == "" || !strings.Contains(err.Error(), secret) {
 		return err

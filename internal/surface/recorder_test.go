@@ -149,6 +149,11 @@ func (r recorder) QueueList(ctx context.Context) ([]store.QueueInfo, error) {
 	return r.st.QueueList(ctx)
 }
 
+func (r recorder) QueueHealth(ctx context.Context, params store.HealthParams) (*store.Health, error) {
+	note(ctx, "QueueHealth")
+	return r.st.QueueHealth(ctx, params)
+}
+
 func (r recorder) QueueSetPaused(ctx context.Context, queue string, paused bool) error {
 	note(ctx, "QueueSetPaused")
 	return r.st.QueueSetPaused(ctx, queue, paused)

@@ -80,6 +80,7 @@ type insertBatch struct {
 	leaseTTLs                                    []time.Duration
 	lockKeys, partitionKeys, idemKeys, argHashes []string
 	requires, prefers                            []*string // array literals; nil for none
+	traceParents                                 []string
 }
 
 func (b *insertBatch) add(p *job.InsertParams, argsHash string) error {
@@ -101,6 +102,7 @@ func (b *insertBatch) add(p *job.InsertParams, argsHash string) error {
 	b.argHashes = append(b.argHashes, argsHash)
 	b.requires = append(b.requires, arrayLiteral(p.Requires))
 	b.prefers = append(b.prefers, arrayLiteral(p.Prefers))
+	b.traceParents = append(b.traceParents, p.TraceParent)
 	return nil
 }
 
@@ -156,7 +158,7 @@ func (s *executor) insertRound(ctx context.Context, q querier, batch normalized,
 	}
 	rows, err := q.Query(ctx, insertSQL, s.now(), b.ids, b.queues, b.kinds, b.args, b.priorities,
 		b.runAts, b.maxAttempts, b.leaseTTLs, b.lockKeys, b.partitionKeys, b.idemKeys, b.argHashes,
-		b.requires, b.prefers)
+		b.requires, b.prefers, b.traceParents)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: insert jobs: %w", err)
 	}

@@ -7,6 +7,8 @@ import _ "embed" // the queries below
 var (
 	//go:embed sql/checkpoint.sql
 	checkpointSQL string
+	//go:embed sql/queue_health.sql
+	queueHealthSQL string
 	//go:embed sql/planner_ordered.sql
 	plannerOrderedSQL string
 	//go:embed sql/planner_reset.sql

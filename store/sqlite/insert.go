@@ -73,6 +73,7 @@ func (s *executor) JobInsertMany(ctx context.Context, params []job.InsertParams)
 				sql.Named("args_hash", r.hash),
 				sql.Named("requires", listJSON(r.p.Requires)),
 				sql.Named("prefers", listJSON(r.p.Prefers)),
+				sql.Named("trace_parent", r.p.TraceParent),
 				sql.Named("now", tx.now),
 				sql.Named("stamp", tx.stamp),
 			))

@@ -8,6 +8,9 @@ import _ "embed" // the queries are sql/*.sql, one per variable
 //go:embed sql/claim_candidates.sql
 var claimCandidatesSQL string
 
+//go:embed sql/queue_health.sql
+var queueHealthSQL string
+
 //go:embed sql/claim_jobs.sql
 var claimJobsSQL string
 

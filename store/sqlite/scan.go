@@ -25,6 +25,7 @@ var jobColumns = []string{
 	"created_at", "started_at", "finished_at", "updated_at",
 	"requires", "prefers", // 002_workers
 	"attempted_at", // 004_journal
+	"trace_parent", // 005_trace_parent
 }
 
 // scanner is *sql.Row or *sql.Rows.
@@ -43,6 +44,7 @@ func scanJob(sc scanner) (*job.Job, error) {
 		token, owner, lockKey, partKey, idem   sql.NullString
 		argsHash, progress, checkpoint, result sql.NullString
 		lastError, requires, prefers           sql.NullString
+		traceParent                            sql.NullString
 		expiresAt, heartbeatAt, attemptedAt    sql.NullInt64
 		startedAt, finishedAt                  sql.NullInt64
 		cancelRequested                        int64
@@ -54,7 +56,7 @@ func scanJob(sc scanner) (*job.Job, error) {
 		&lockKey, &partKey, &idem, &argsHash,
 		&cancelRequested, &progress, &checkpoint, &result, &lastError,
 		&createdAt, &startedAt, &finishedAt, &updatedAt,
-		&requires, &prefers, &attemptedAt,
+		&requires, &prefers, &attemptedAt, &traceParent,
 	)
 	if err != nil {
 		return nil, notFound(err)
@@ -77,6 +79,7 @@ func scanJob(sc scanner) (*job.Job, error) {
 	j.RunAt = fromMicro(runAt)
 	j.LeaseTTL = time.Duration(leaseTTL) * time.Microsecond
 	j.LeaseOwner = owner.String
+	j.TraceParent = traceParent.String
 	j.LeaseExpiresAt = fromNullMicro(expiresAt)
 	j.HeartbeatAt = fromNullMicro(heartbeatAt)
 	j.LockKey = lockKey.String

@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T, c clock.Clock) store.Store) {
 		{"Worker", workerTests},
 		{"Process", processTests},
 		{"Tx", txTests},
+		{"Health", healthTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -6,11 +6,12 @@
 INSERT INTO jobd_jobs (
     id, queue, kind, args, state, priority, run_at, max_attempts, lease_ttl_us,
     lock_key, partition_key, idempotency_key, args_hash, created_at, updated_at,
-    requires, prefers
+    requires, prefers, trace_parent
 ) VALUES (
     :id, :queue, :kind, :args, 'queued', :priority, :run_at, :max_attempts, :lease_ttl_us,
     nullif(:lock_key, ''), nullif(:partition_key, ''), nullif(:idempotency_key, ''),
-    nullif(:args_hash, ''), :now, :stamp, :requires, :prefers
+    nullif(:args_hash, ''), :now, :stamp, :requires, :prefers,
+    nullif(:trace_parent, '')
 )
 ON CONFLICT DO NOTHING
 RETURNING id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl_us,

@@ -1,0 +1,63 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/jobd/jobd/store"
+)
+
+// QueueHealth reports the active jobs of every queue and the remote
+// workers in one statement (sql/queue_health.sql). See store.Store.
+func (s *executor) QueueHealth(ctx context.Context, params store.HealthParams) (*store.Health, error) {
+	params = params.WithDefaults()
+	rows, err := s.db.Query(ctx, queueHealthSQL, s.now(), params.MaxQueues, params.LockScan)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: queue health: %w", err)
+	}
+	defer rows.Close()
+	h := &store.Health{Queues: []store.QueueHealth{}, Workers: []store.WorkerCount{}}
+	for rows.Next() {
+		var (
+			what, name     string
+			flag           bool
+			n1, n2, n3, n4 int64
+			at             pgtype.Timestamptz
+		)
+		if err := rows.Scan(&what, &name, &flag, &n1, &n2, &n3, &at, &n4); err != nil {
+			return nil, fmt.Errorf("postgres: queue health: %w", err)
+		}
+		switch what {
+		case "queue":
+			q := store.QueueHealth{Queue: name, Paused: flag, Queued: n1, Scheduled: n2, Running: n3, LockBlocked: n4}
+			if at.Valid {
+				t := at.Time
+				q.OldestAvailable = &t
+			}
+			h.Queues = append(h.Queues, q)
+		case "worker":
+			h.Workers = append(h.Workers, store.WorkerCount{Status: store.WorkerStatus(name), Disabled: flag, Count: n1})
+		case "now":
+			h.At = at.Time
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: queue health: %w", err)
+	}
+	slices.SortFunc(h.Queues, func(a, b store.QueueHealth) int { return strings.Compare(a.Queue, b.Queue) })
+	return h, nil
+}
+
+// PoolStats reports the connection pool. See store.PoolReporter.
+func (s *Store) PoolStats() []store.PoolStats {
+	st := s.pool.Stat()
+	return []store.PoolStats{{
+		Pool: "main", MaxConns: int(st.MaxConns()), Open: int(st.TotalConns()),
+		InUse: int(st.AcquiredConns()), Idle: int(st.IdleConns()),
+		Waits: st.EmptyAcquireCount(), WaitDuration: st.EmptyAcquireWaitTime(),
+	}}
+}
