@@ -62,7 +62,7 @@ func TestMigrateIdempotent(t *testing.T) {
 }
 
 // TestJobColumns holds scanJob's columns (jobColumns) to the migrated
-// table, which has them in that order and then the journal, which only
+// table, which has them in that order besides the journal, which only
 // JobEvents reads, and to every statement that returns whole jobs, which
 // lists them.
 func TestJobColumns(t *testing.T) {
@@ -80,8 +80,11 @@ func TestJobColumns(t *testing.T) {
 		}
 		cols = append(cols, c)
 	}
-	if want := append(slices.Clone(jobColumns), "journal"); !slices.Equal(cols, want) {
-		t.Fatalf("jobd_jobs columns\n%v\nwant what scanJob reads, then the journal\n%v", cols, want)
+	if !slices.Contains(cols, "journal") {
+		t.Fatalf("jobd_jobs columns %v: no journal", cols)
+	}
+	if got := slices.DeleteFunc(slices.Clone(cols), func(c string) bool { return c == "journal" }); !slices.Equal(got, jobColumns) {
+		t.Fatalf("jobd_jobs columns but the journal\n%v\nwant what scanJob reads\n%v", got, jobColumns)
 	}
 	list := strings.Join(jobColumns, ", ")
 	for name, query := range map[string]string{
