@@ -37,7 +37,7 @@ func newExecution(p *producer, j *job.Job, cancel context.CancelCauseFunc) *exec
 		e:      p.e,
 		p:      p,
 		job:    j,
-		lease:  store.Lease{ID: j.ID, Token: j.LeaseToken},
+		lease:  store.Lease{ID: j.ID, Token: j.LeaseToken, Owner: p.e.cfg.Node},
 		cancel: cancel,
 	}
 	x.progress.init(x, j.Progress.Phase)

@@ -111,7 +111,7 @@ func (p *producer) claim(ctx, workCtx, jobBase context.Context, h *health) {
 			// Shutting down: hand the jobs straight back.
 			for _, j := range jobs {
 				p.e.fin.add(finishItem{
-					out:   store.Outcome{Lease: store.Lease{ID: j.ID, Token: j.LeaseToken}, Status: store.OutcomeReleased},
+					out:   store.Outcome{Lease: store.Lease{ID: j.ID, Token: j.LeaseToken, Owner: p.e.cfg.Node}, Status: store.OutcomeReleased},
 					queue: j.Queue, kind: j.Kind, attempt: j.Attempt,
 				})
 			}

@@ -49,7 +49,7 @@ func (s *server) workerHeartbeat(w http.ResponseWriter, r *http.Request) error {
 	if len(req.Leases) > 0 {
 		leases := make([]store.Lease, len(req.Leases))
 		for i, l := range req.Leases {
-			leases[i] = store.Lease{ID: l.ID, Token: l.LeaseToken}
+			leases[i] = store.Lease{ID: l.ID, Token: l.LeaseToken, Owner: wk.ID}
 		}
 		res, err := s.store.JobHeartbeat(r.Context(), wk.ID, leases)
 		if err != nil {
@@ -168,7 +168,7 @@ func (s *server) workerProgress(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p := job.Progress{Phase: req.Phase, Done: req.Done, Total: req.Total, Items: req.Items}
-	cancel, err := s.store.JobSetProgress(r.Context(), store.Lease{ID: id, Token: req.LeaseToken}, p)
+	cancel, err := s.store.JobSetProgress(r.Context(), workerLease(r, id, req.LeaseToken), p)
 	if err != nil { // job.ErrLeaseLost is answered 409 lease-lost
 		return err
 	}
@@ -188,7 +188,7 @@ func (s *server) workerCheckpoint(w http.ResponseWriter, r *http.Request) error 
 	if len(req.Checkpoint) == 0 {
 		return job.Invalid("checkpoint", "is required")
 	}
-	err = s.store.JobSetCheckpoint(r.Context(), store.Lease{ID: id, Token: req.LeaseToken}, req.Checkpoint)
+	err = s.store.JobSetCheckpoint(r.Context(), workerLease(r, id, req.LeaseToken), req.Checkpoint)
 	if err != nil { // job.ErrLeaseLost is answered 409 lease-lost
 		return err
 	}
@@ -208,7 +208,7 @@ func (s *server) workerComplete(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return s.workerFinish(w, r, store.Outcome{
-		Lease: store.Lease{ID: id, Token: req.LeaseToken}, Status: store.OutcomeSucceeded, Result: req.Result,
+		Lease: workerLease(r, id, req.LeaseToken), Status: store.OutcomeSucceeded, Result: req.Result,
 	})
 }
 
@@ -224,7 +224,7 @@ func (s *server) workerFail(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return s.workerFinish(w, r, store.Outcome{
-		Lease: store.Lease{ID: id, Token: req.LeaseToken}, Status: store.OutcomeFailed,
+		Lease: workerLease(r, id, req.LeaseToken), Status: store.OutcomeFailed,
 		Error: job.CutText(req.Error, maxWorkerError), Retryable: req.Retryable, RetryDelay: s.cfg.WorkerRetryDelay,
 	})
 }
@@ -249,6 +249,13 @@ func (s *server) workerFinish(w http.ResponseWriter, r *http.Request, out store.
 		s.log.Warn("count a worker's finished job", "worker", callingWorker(r).ID, "err", err)
 	}
 	return writeJSON(w, http.StatusOK, api.FinishResponse{State: api.State(res[0].State)})
+}
+
+// workerLease is the lease a worker's call names: the job, the token it
+// presents and the calling worker as the owner, so that a worker holding
+// another one's token still cannot write for it (409 lease-lost).
+func workerLease(r *http.Request, id, token uuid.UUID) store.Lease {
+	return store.Lease{ID: id, Token: token, Owner: callingWorker(r).ID}
 }
 
 func workerJobID(r *http.Request) (uuid.UUID, error) {

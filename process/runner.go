@@ -167,7 +167,7 @@ func (r *Runner) handle(ctx context.Context, j *engine.Job[TaskArgs]) (json.RawM
 		return j.Job.Checkpoint, nil
 	}
 	a := j.Args
-	lease := store.Lease{ID: j.Job.ID, Token: j.Job.LeaseToken}
+	lease := store.LeaseOf(j.Job)
 	base := store.ProcessTaskResult{Lease: lease, Namespace: a.Namespace, ID: a.ID}
 	if j.Job.Attempt > 1 {
 		// The node that ran this task died mid-call: the processor may have

@@ -131,7 +131,7 @@ func checkPlans(t *testing.T, conn *pgx.Conn, table string, holdsRows bool) {
 			"jobd_jobs_claim", scansOf, false, true},
 		{"claim_after", claimAfterSQL, []string{"NULL", "'q1'", fmt.Sprint(batch), "'me'", "'{}'", "NULL", "'0s'",
 			"100", "now()", "'00000000-0000-0000-0000-000000000000'"}, "jobd_jobs_claim", scansOf, false, true},
-		{"finish_succeeded", finishSucceededSQL, []string{"NULL", arr(ids), arr(tokens), arr(nulls), "'succeeded'", "'succeeded'"},
+		{"finish_succeeded", finishSucceededSQL, []string{"NULL", arr(ids), arr(tokens), arr(nulls), "'succeeded'", "'succeeded'", arr(strs)},
 			"jobd_jobs_pkey", lookupBy, false, false},
 		{"lock_held", lockHeldSQL, []string{"NULL", arr(ids), arr(tokens)}, "jobd_jobs_pkey", lookupBy, false, false},
 		{"set_state_if_running", setStateIfRunningSQL, []string{"NULL", arr(ids), arr(tokens), arr(states), arr(nulls),
@@ -140,7 +140,7 @@ func checkPlans(t *testing.T, conn *pgx.Conn, table string, holdsRows bool) {
 		{"job_lock", jobLockSQL, []string{"NULL", id}, "jobd_jobs_pkey", lookupBy, false, false},
 		{"job_set_state", jobSetStateSQL, []string{"NULL", id, "'queued'", "NULL", "'canceled'", "NULL", "0", "false",
 			"now()", "'canceled'", "0", "false"}, "jobd_jobs_pkey", lookupBy, false, false},
-		{"heartbeat", heartbeatSQL, []string{"NULL", arr(ids), arr(tokens), "'me'"}, "jobd_jobs_pkey", lookupBy, false, false},
+		{"heartbeat", heartbeatSQL, []string{"NULL", arr(ids), arr(tokens), arr(strs)}, "jobd_jobs_pkey", lookupBy, false, false},
 	}
 	for _, st := range statements {
 		if _, err := conn.Exec(t.Context(), "PREPARE "+st.name+" AS "+st.sql); err != nil {

@@ -131,7 +131,7 @@ func (s *executor) processTaskFinish(ctx context.Context, r store.ProcessTaskRes
 	// The fence first: it locks the task's job row, so nothing below runs
 	// for a task whose lease is gone.
 	var fenced uuid.UUID
-	err := tx.QueryRow(ctx, checkpointSQL, s.now(), r.Lease.ID, r.Lease.Token, nullJSONArg(r.Outcome)).Scan(uuidDest(&fenced))
+	err := tx.QueryRow(ctx, checkpointSQL, s.now(), r.Lease.ID, r.Lease.Token, nullJSONArg(r.Outcome), r.Lease.Owner).Scan(uuidDest(&fenced))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, job.ErrLeaseLost
 	}

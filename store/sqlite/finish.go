@@ -59,13 +59,14 @@ func finishSucceeded(ctx context.Context, tx *jobWrite, journal *journal, outcom
 	type success struct {
 		ID     string  `json:"id"`
 		Token  string  `json:"token"`
+		Owner  string  `json:"owner"`
 		Result *string `json:"result,omitempty"`
 	}
 	batch := make([]success, len(outcomes))
 	index := make(map[string]int, len(outcomes))
 	results := make([]store.FinishResult, len(outcomes))
 	for i, o := range outcomes {
-		batch[i] = success{ID: o.ID.String(), Token: o.Token.String()}
+		batch[i] = success{ID: o.ID.String(), Token: o.Token.String(), Owner: o.Owner}
 		if len(o.Result) > 0 {
 			r := string(o.Result)
 			batch[i].Result = &r
@@ -129,11 +130,7 @@ func finish(ctx context.Context, tx *jobWrite, journal *journal, wake *wakeups, 
 	if err != nil {
 		return nil, fmt.Errorf("read held leases: %w", err)
 	}
-	byLease := make(map[store.Lease]store.Held, len(held))
-	for _, h := range held {
-		byLease[h.Lease] = h
-	}
-	decided, results, err := store.DecideFinish(outcomes, byLease, fromMicro(tx.now))
+	decided, results, err := store.DecideFinish(outcomes, held, fromMicro(tx.now))
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +151,7 @@ func lockHeld(ctx context.Context, tx *jobWrite, query string, args ...any) ([]s
 			id, token string
 			h         = store.Held{Facts: job.Facts{State: job.StateRunning}} // the statement's fence
 		)
-		if err := rows.Scan(&id, &token, &h.Queue, &h.Attempt, &h.MaxAttempts, &h.CancelRequested); err != nil {
+		if err := rows.Scan(&id, &token, &h.Owner, &h.Queue, &h.Attempt, &h.MaxAttempts, &h.CancelRequested); err != nil {
 			return nil, err
 		}
 		if h.ID, err = uuid.Parse(id); err != nil {

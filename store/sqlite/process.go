@@ -144,6 +144,7 @@ func (s *executor) processTaskFinish(ctx context.Context, r store.ProcessTaskRes
 	res, err := tx.ExecContext(ctx, leaseCheckpointSQL,
 		sql.Named("id", r.Lease.ID.String()),
 		sql.Named("token", r.Lease.Token.String()),
+		sql.Named("owner", r.Lease.Owner),
 		sql.Named("checkpoint", nullJSON(r.Outcome)),
 		sql.Named("now", tx.now),
 		sql.Named("stamp", tx.stamp),

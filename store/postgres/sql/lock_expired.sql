@@ -6,7 +6,7 @@
 -- and the expiry is re-checked on the row version FOR UPDATE locks, so a
 -- lease renewed meanwhile is left alone. The last column is the
 -- transaction's time, which the decision uses.
-SELECT id, lease_token, queue, attempt, max_attempts, cancel_requested,
+SELECT id, lease_token, coalesce(lease_owner, ''), queue, attempt, max_attempts, cancel_requested,
        coalesce($1::timestamptz, now())
 FROM jobd_jobs
 WHERE state = 'running' AND lease_expires_at <= coalesce($1::timestamptz, now())

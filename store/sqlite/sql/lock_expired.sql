@@ -3,7 +3,7 @@
 -- longer covers), longest expired first, for the reaper to decide their
 -- transitions in Go (job.Rescue) and apply them in the same write
 -- transaction (set_state_if_running.sql). The lease index finds them.
-SELECT id, lease_token, queue, attempt, max_attempts, cancel_requested
+SELECT id, lease_token, coalesce(lease_owner, ''), queue, attempt, max_attempts, cancel_requested
 FROM jobd_jobs
 WHERE state = 'running' AND lease_expires_at <= :now
 ORDER BY lease_expires_at
