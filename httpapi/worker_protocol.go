@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"time"
@@ -129,20 +130,41 @@ func (s *server) workerClaim(w http.ResponseWriter, r *http.Request) error {
 	}
 }
 
-// claimFor claims up to req.Max jobs over req.Queues, in order.
+// claimFor claims up to req.Max jobs over req.Queues, in order. The
+// claims of several queues run in one transaction: when one fails, those
+// before it are undone with it, so that no job is left leased to a worker
+// that was never told of it.
 func (s *server) claimFor(ctx context.Context, wk *store.Worker, req api.ClaimRequest) ([]*job.Job, error) {
+	if len(req.Queues) == 1 {
+		return s.claimQueues(ctx, s.store, wk, req)
+	}
+	var jobs []*job.Job
+	err := s.store.InTx(ctx, func(ctx context.Context, ex store.Executor) error {
+		var err error
+		jobs, err = s.claimQueues(ctx, ex, wk, req)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return jobs, nil
+}
+
+// claimQueues claims through ex up to req.Max jobs over req.Queues, in
+// order, and stops at the first error.
+func (s *server) claimQueues(ctx context.Context, ex store.Executor, wk *store.Worker, req api.ClaimRequest) ([]*job.Job, error) {
 	var jobs []*job.Job
 	for _, q := range req.Queues {
 		n := req.Max - len(jobs)
 		if n <= 0 {
 			break
 		}
-		got, err := s.store.JobClaim(ctx, store.ClaimParams{
+		got, err := ex.JobClaim(ctx, store.ClaimParams{
 			Queue: q, Max: n, Owner: wk.ID, WorkerID: wk.ID,
 			Capabilities: wk.Capabilities, PreferWindow: s.cfg.PreferWindow,
 		})
 		if err != nil {
-			return jobs, err
+			return nil, fmt.Errorf("claim from queue %q: %w", q, err)
 		}
 		jobs = append(jobs, got...)
 	}
