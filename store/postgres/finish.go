@@ -29,7 +29,7 @@ func (s *executor) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]s
 	if store.SucceededOnce(outcomes) {
 		results, err := s.finishSucceeded(ctx, s.db, outcomes)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: finish: %w", err)
+			return nil, errorf("postgres: finish: %w", err)
 		}
 		return results, nil
 	}
@@ -43,7 +43,7 @@ func (s *executor) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]s
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: finish: %w", err)
+		return nil, errorf("postgres: finish: %w", err)
 	}
 	s.afterCommit(func() { s.wakeLater(applied) })
 	return results, nil

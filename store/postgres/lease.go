@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -27,7 +26,7 @@ func (s *executor) JobHeartbeat(ctx context.Context, owner string, leases []stor
 	}
 	rows, err := s.db.Query(ctx, heartbeatSQL, s.now(), ids, tokens, owners)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: heartbeat: %w", err)
+		return nil, errorf("postgres: heartbeat: %w", err)
 	}
 	held := make(map[[2]uuid.UUID]bool, len(leases)) // id and token -> cancel requested
 	var id, token uuid.UUID
@@ -37,7 +36,7 @@ func (s *executor) JobHeartbeat(ctx context.Context, owner string, leases []stor
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: heartbeat: %w", err)
+		return nil, errorf("postgres: heartbeat: %w", err)
 	}
 	for i, l := range leases {
 		cancel, ok := held[[2]uuid.UUID{l.ID, l.Token}]
@@ -53,12 +52,12 @@ func (s *executor) JobSetProgress(ctx context.Context, lease store.Lease, progre
 	}
 	doc, err := json.Marshal(progress)
 	if err != nil {
-		return false, fmt.Errorf("postgres: progress of job %s: %w", lease.ID, err)
+		return false, errorf("postgres: progress of job %s: %w", lease.ID, err)
 	}
 	var cancel bool
 	err = s.db.QueryRow(ctx, progressSQL, s.now(), pgUUID(lease.ID), pgUUID(lease.Token), doc, lease.Owner).Scan(&cancel)
 	if err != nil {
-		return false, fmt.Errorf("postgres: progress of job %s: %w", lease.ID, leaseLost(err))
+		return false, errorf("postgres: progress of job %s: %w", lease.ID, leaseLost(err))
 	}
 	return cancel, nil
 }
@@ -76,7 +75,7 @@ func (s *executor) JobSetCheckpoint(ctx context.Context, lease store.Lease, chec
 	var id [16]byte
 	err := s.db.QueryRow(ctx, checkpointSQL, s.now(), pgUUID(lease.ID), pgUUID(lease.Token), doc, lease.Owner).Scan(&id)
 	if err != nil {
-		return fmt.Errorf("postgres: checkpoint of job %s: %w", lease.ID, leaseLost(err))
+		return errorf("postgres: checkpoint of job %s: %w", lease.ID, leaseLost(err))
 	}
 	return nil
 }

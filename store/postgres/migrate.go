@@ -61,14 +61,14 @@ func migrations() ([]migration, error) {
 func (s *Store) Migrate(ctx context.Context) error {
 	ms, err := migrations()
 	if err != nil {
-		return fmt.Errorf("postgres: migrate: %w", err)
+		return errorf("postgres: migrate: %w", err)
 	}
 	for _, m := range ms {
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			return applyMigration(ctx, tx, m)
 		})
 		if err != nil {
-			return fmt.Errorf("postgres: migration %s: %w", m.name, err)
+			return errorf("postgres: migration %s: %w", m.name, err)
 		}
 	}
 	return nil

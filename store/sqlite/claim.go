@@ -70,7 +70,7 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 		return journal.flush(ctx, tx.Tx)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: claim from %q: %w", params.Queue, err)
+		return nil, errorf("sqlite: claim from %q: %w", params.Queue, err)
 	}
 	return jobs, nil
 }

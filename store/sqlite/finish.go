@@ -46,7 +46,7 @@ func (s *executor) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]s
 		return journal.flush(ctx, tx.Tx)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: finish jobs: %w", err)
+		return nil, errorf("sqlite: finish jobs: %w", err)
 	}
 	s.send(wake)
 	return results, nil

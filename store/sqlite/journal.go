@@ -53,11 +53,11 @@ func (j *journal) flush(ctx context.Context, tx *sql.Tx) error {
 func (s *executor) JobEvents(ctx context.Context, id uuid.UUID) ([]job.Event, error) {
 	q, err := s.reader(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: events of job %s: %w", id, err)
+		return nil, errorf("sqlite: events of job %s: %w", id, err)
 	}
 	rows, err := q.QueryContext(ctx, jobEventsSQL, id.String())
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: events of job %s: %w", id, err)
+		return nil, errorf("sqlite: events of job %s: %w", id, err)
 	}
 	defer rows.Close()
 	var events []job.Event
@@ -69,17 +69,17 @@ func (s *executor) JobEvents(ctx context.Context, id uuid.UUID) ([]job.Event, er
 			kind  string
 		)
 		if err := rows.Scan(&e.ID, &jobID, &at, &kind, &e.Attempt, &e.Detail); err != nil {
-			return nil, fmt.Errorf("sqlite: events of job %s: %w", id, err)
+			return nil, errorf("sqlite: events of job %s: %w", id, err)
 		}
 		if e.JobID, err = uuid.Parse(jobID); err != nil {
-			return nil, fmt.Errorf("sqlite: events of job %s: %w", id, err)
+			return nil, errorf("sqlite: events of job %s: %w", id, err)
 		}
 		e.At = fromMicro(at)
 		e.Kind = job.EventKind(kind)
 		events = append(events, e)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: events of job %s: %w", id, err)
+		return nil, errorf("sqlite: events of job %s: %w", id, err)
 	}
 	return events, nil
 }

@@ -46,7 +46,7 @@ func (s *executor) JobHeartbeat(ctx context.Context, owner string, leases []stor
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: heartbeat of %s: %w", owner, err)
+		return nil, errorf("sqlite: heartbeat of %s: %w", owner, err)
 	}
 	return results, nil
 }
@@ -59,7 +59,7 @@ func (s *executor) JobSetProgress(ctx context.Context, lease store.Lease, progre
 	}
 	body, err := json.Marshal(progress)
 	if err != nil {
-		return false, fmt.Errorf("sqlite: progress of job %s: %w", lease.ID, err)
+		return false, errorf("sqlite: progress of job %s: %w", lease.ID, err)
 	}
 	var cancel bool
 	err = s.jobsTx(ctx, func(tx *jobWrite) error {
@@ -73,10 +73,10 @@ func (s *executor) JobSetProgress(ctx context.Context, lease store.Lease, progre
 		).Scan(&cancel)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
-		return false, fmt.Errorf("sqlite: progress of job %s: %w", lease.ID, job.ErrLeaseLost)
+		return false, errorf("sqlite: progress of job %s: %w", lease.ID, job.ErrLeaseLost)
 	}
 	if err != nil {
-		return false, fmt.Errorf("sqlite: progress of job %s: %w", lease.ID, err)
+		return false, errorf("sqlite: progress of job %s: %w", lease.ID, err)
 	}
 	return cancel, nil
 }
@@ -105,10 +105,10 @@ func (s *executor) JobSetCheckpoint(ctx context.Context, lease store.Lease, chec
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("sqlite: checkpoint of job %s: %w", lease.ID, err)
+		return errorf("sqlite: checkpoint of job %s: %w", lease.ID, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("sqlite: checkpoint of job %s: %w", lease.ID, job.ErrLeaseLost)
+		return errorf("sqlite: checkpoint of job %s: %w", lease.ID, job.ErrLeaseLost)
 	}
 	return nil
 }

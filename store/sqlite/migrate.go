@@ -53,7 +53,7 @@ func migrations() ([]migration, error) {
 func (s *Store) Migrate(ctx context.Context) error {
 	ms, err := migrations()
 	if err != nil {
-		return fmt.Errorf("sqlite: migrate: %w", err)
+		return errorf("sqlite: migrate: %w", err)
 	}
 	for _, m := range ms {
 		var applied bool
@@ -78,7 +78,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("sqlite: migrate %s: %w", m.name, err)
+			return errorf("sqlite: migrate %s: %w", m.name, err)
 		}
 		if applied {
 			s.log.InfoContext(ctx, "sqlite: migration applied", "version", m.version, "name", m.name, "path", s.path)
