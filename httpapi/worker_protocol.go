@@ -235,7 +235,8 @@ func (s *server) workerComplete(w http.ResponseWriter, r *http.Request) error {
 }
 
 // workerFail: POST /api/v1/worker/jobs/{id}/fail {lease_token, error,
-// retryable} → {state}.
+// retryable, retry_after} → {state}. A retryable failure waits
+// retry_after, or else the backoff of the job's queue, as in the engine.
 func (s *server) workerFail(w http.ResponseWriter, r *http.Request) error {
 	id, err := workerJobID(r)
 	if err != nil {
@@ -245,10 +246,44 @@ func (s *server) workerFail(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	return s.workerFinish(w, r, store.Outcome{
+	out := store.Outcome{
 		Lease: workerLease(r, id, req.LeaseToken), Status: store.OutcomeFailed,
-		Error: job.CutText(req.Error, maxWorkerError), Retryable: req.Retryable, RetryDelay: s.cfg.WorkerRetryDelay,
-	})
+		Error: job.CutText(req.Error, maxWorkerError), Retryable: req.Retryable,
+	}
+	switch {
+	case req.RetryAfter != nil && *req.RetryAfter < 0:
+		return job.Invalid("retry_after", "must not be negative, got %s", time.Duration(*req.RetryAfter))
+	case req.RetryAfter != nil:
+		out.RetryDelay = time.Duration(*req.RetryAfter)
+	case req.Retryable:
+		// The attempt and queue cannot change while the lease is held;
+		// a job whose lease is gone is refused by JobFinish below.
+		j, err := s.store.JobGet(r.Context(), id)
+		if errors.Is(err, job.ErrNotFound) {
+			return job.ErrLeaseLost
+		}
+		if err != nil {
+			return err
+		}
+		out.RetryDelay = s.cfg.RetryDelay(j.Queue, j.Attempt)
+	}
+	return s.workerFinish(w, r, out)
+}
+
+// workerRelease: POST /api/v1/worker/jobs/{id}/release {lease_token} →
+// {state}: the job goes back to its queue at once, its attempt not
+// counted (canceled instead when its cancel was requested), as the
+// engine releases its jobs at shutdown.
+func (s *server) workerRelease(w http.ResponseWriter, r *http.Request) error {
+	id, err := workerJobID(r)
+	if err != nil {
+		return err
+	}
+	var req api.ReleaseRequest
+	if err := s.decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	return s.workerFinish(w, r, store.Outcome{Lease: workerLease(r, id, req.LeaseToken), Status: store.OutcomeReleased})
 }
 
 // workerFinish applies a worker's outcome, fenced by its lease token, and
@@ -262,9 +297,10 @@ func (s *server) workerFinish(w http.ResponseWriter, r *http.Request, out store.
 		return job.ErrLeaseLost
 	}
 	done, failed := 0, 0
-	if res[0].State == job.StateSucceeded {
+	switch {
+	case res[0].State == job.StateSucceeded:
 		done = 1
-	} else {
+	case out.Status != store.OutcomeReleased:
 		failed = 1
 	}
 	if err := s.store.WorkerSeen(r.Context(), callingWorker(r).ID, "", done, failed); err != nil && !errors.Is(err, job.ErrNotFound) {

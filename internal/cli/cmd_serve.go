@@ -77,7 +77,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxArgs, "max-args", 1<<20, "job args limit in bytes")
 	fs.DurationVar(&f.workerOffline, "worker-offline-after", d.WorkerOfflineAfter, "remote workers without a heartbeat this long are marked offline (env JOBD_WORKER_OFFLINE_AFTER)")
 	fs.DurationVar(&f.preferWindow, "prefer-window", d.PreferWindow, "how long a job's prefers hold it back from workers without them")
-	fs.DurationVar(&f.workerRetry, "worker-retry-delay", httpapi.DefaultWorkerRetryDelay, "delay before retrying a job a remote worker failed as retryable")
+	fs.DurationVar(&f.workerRetry, "worker-retry-delay", 0, "deprecated and ignored: a job a remote worker fails as retryable waits its queue's backoff (see --workers)")
 
 	fs.Var(&f.upstreams, "upstream", "async gateway: serve /gw/NAME/ in front of URL, as NAME=URL (repeatable; env JOBD_UPSTREAMS=name=url,...)")
 	fs.Var(&f.upstreamTimeouts, "upstream-timeout", "async gateway: timeout of each upstream call, DURATION for all or NAME=DURATION (repeatable; default 1h)")
@@ -167,7 +167,10 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	apiCfg := httpapi.Config{
 		Store: st, Logger: logger, Version: buildinfo.Version(), AdminSecret: f.adminSecret,
 		MaxBodyBytes: int64(f.maxBody), MaxArgsBytes: f.maxArgs,
-		Wakeups: eng.Subscribe, PreferWindow: f.preferWindow, WorkerRetryDelay: f.workerRetry,
+		Wakeups: eng.Subscribe, PreferWindow: f.preferWindow, RetryDelay: eng.RetryDelay,
+	}
+	if f.workerRetry != 0 {
+		logger.Warn("--worker-retry-delay (JOBD_WORKER_RETRY_DELAY) is deprecated and ignored: a job a remote worker fails as retryable waits its queue's backoff, as in the engine (--workers \"backoff\"), unless the worker sends retry_after")
 	}
 	if len(spaces) > 0 {
 		if apiCfg.Processes, err = process.New(st, eng, "", spaces); err != nil {
