@@ -18,7 +18,7 @@ import (
 func TestFailureWaitsQueueBackoff(t *testing.T) {
 	eachStore(t, func(t *testing.T, s store.Store) {
 		hourly := engine.QueueConfig{Queue: "hourly", Concurrency: 1,
-			Backoff: engine.Backoff{Kind: engine.BackoffLinear, Step: time.Hour}}
+			Backoff: engine.Backoff{Kind: engine.BackoffLinear, Step: time.Hour, Max: 24 * time.Hour}}
 		e := newEngine(t, s, newLogs(t), engine.Config{Queues: []engine.QueueConfig{hourly}})
 		engine.Register(e, "fails", func(ctx context.Context, j *engine.Job[struct{}]) (string, error) {
 			return "", errors.New("upstream down")
