@@ -131,6 +131,8 @@ type JobList struct {
 
 // Event is one entry of a job's journal.
 type Event struct {
+	// ID is the entry's position in its job's journal: 1, 2, 3… per
+	// job, oldest first.
 	ID      int64     `json:"id"`
 	JobID   uuid.UUID `json:"job_id"`
 	At      time.Time `json:"at"`

@@ -11,6 +11,7 @@ import (
 	"github.com/jobd/jobd/client"
 	"github.com/jobd/jobd/httpapi"
 	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/pgtest/migrated"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
@@ -30,7 +31,7 @@ func eachStore(t *testing.T, fn func(t *testing.T, st store.Store)) {
 			if d == "sqlite" {
 				st, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "jobd.db"), sqlite.Options{})
 			} else {
-				st, err = postgres.Open(ctx, pgtest.NewDatabase(t), postgres.Options{})
+				st, err = postgres.Open(ctx, migrated.NewDatabase(t), postgres.Options{})
 			}
 			if err != nil {
 				t.Fatal(err)

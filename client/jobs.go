@@ -65,7 +65,8 @@ func (c *Client) post(ctx context.Context, id uuid.UUID, action string) (*api.Jo
 	return &j, nil
 }
 
-// Events returns a job's journal, oldest first.
+// Events returns a job's journal, oldest first; each event's ID is its
+// position in that job's journal (1, 2, 3…).
 func (c *Client) Events(ctx context.Context, id uuid.UUID) ([]api.Event, error) {
 	var out api.EventList
 	if _, _, err := c.do(ctx, http.MethodGet, "/api/v1/jobs/"+id.String()+"/events", nil, nil, &out); err != nil {

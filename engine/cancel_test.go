@@ -11,7 +11,8 @@ import (
 
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/engine/builtin"
-	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/pgtest/migrated"
+	"github.com/jobd/jobd/internal/testsignal"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -21,6 +22,8 @@ type heartbeatCounter struct {
 	store.Store
 	n atomic.Int64
 }
+
+func (c *heartbeatCounter) Unwrap() store.Store { return c.Store }
 
 func (c *heartbeatCounter) JobHeartbeat(ctx context.Context, owner string, leases []store.Lease) ([]store.HeartbeatResult, error) {
 	c.n.Add(1)
@@ -38,7 +41,7 @@ func TestCancelReachesRunningJobAtOnce(t *testing.T) {
 				t.Parallel()
 				dsn := filepath.Join(t.TempDir(), "jobd.db")
 				if name == "postgres" {
-					dsn = pgtest.NewDatabase(t)
+					dsn = migrated.NewDatabase(t)
 				}
 				s := &heartbeatCounter{Store: openAt(t, name, dsn, true)}
 				canceler := store.Store(s)
@@ -65,15 +68,8 @@ func TestCancelReachesRunningJobAtOnce(t *testing.T) {
 				if _, err := canceler.JobCancel(context.Background(), j.ID); err != nil {
 					t.Fatalf("JobCancel: %v", err)
 				}
-				// Ten seconds would fail against an hourly heartbeat.
-				var got *job.Job
-				waitFor(t, 10*time.Second, "the job to end canceled", func() bool {
-					var err error
-					if got, err = s.JobGet(context.Background(), j.ID); err != nil {
-						t.Fatalf("JobGet: %v", err)
-					}
-					return got.State.Final()
-				})
+				// The wait's bound would fail against an hourly heartbeat.
+				got := waitJob(t, s, j.ID, "the job to end canceled", func(j *job.Job) bool { return j.State.Final() })
 				if got.State != job.StateCanceled {
 					t.Fatalf("job ended %s (error %q), want canceled", got.State, got.LastError)
 				}
@@ -90,8 +86,9 @@ func TestCancelReachesRunningJobAtOnce(t *testing.T) {
 }
 
 // waitListening returns once e's Listen delivers: it Wakes a probe queue
-// until e passes the wake-up on (nothing else says when LISTEN is in
-// effect).
+// until e passes the wake-up on. Nothing says when LISTEN is in effect
+// (the store's Listen reports only reconnections), so the probe is sent
+// again each time a short wait for it ends empty.
 func waitListening(t *testing.T, e *engine.Engine, s store.Store) {
 	t.Helper()
 	const probe = "enginetest-probe"
@@ -105,15 +102,17 @@ func waitListening(t *testing.T, e *engine.Engine, s store.Store) {
 		}
 	})
 	defer unsubscribe()
-	waitFor(t, 30*time.Second, "the engine to listen", func() bool {
-		select {
-		case <-heard:
-			return true
-		default:
-		}
+	deadline := time.After(testsignal.Timeout)
+	for {
 		if err := s.Wake(context.Background(), probe); err != nil {
 			t.Fatalf("Wake: %v", err)
 		}
-		return false
-	})
+		select {
+		case <-heard:
+			return
+		case <-time.After(10 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("the engine never heard a wake-up: it does not listen")
+		}
+	}
 }

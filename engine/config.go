@@ -52,7 +52,9 @@ type Config struct {
 	// job; a phase change is written at once. Default 1s.
 	ProgressInterval time.Duration
 	// ReaperInterval is the gap between two rescues of expired leases by
-	// the leader; the leader's term is three times as long. Default 10s.
+	// this node (every node rescues); the term of the maintenance leader,
+	// which prunes, is three times as long, renewed every ReaperInterval.
+	// Default 10s.
 	ReaperInterval time.Duration
 	// Retention is how long finished jobs are kept. Default 7 days.
 	Retention time.Duration
@@ -62,20 +64,13 @@ type Config struct {
 	// Listen runs the store's Listen even when Queues is empty, for the
 	// subscribers of Subscribe (the HTTP API's long-polling claims).
 	Listen bool
-	// WorkerOfflineAfter is how long a remote worker may go without a
-	// heartbeat before the leader marks it offline; never within this long
-	// after the engine started. Default 5m (JOBD_WORKER_OFFLINE_AFTER).
-	WorkerOfflineAfter time.Duration
 	// PreferWindow is the claim's prefer window (store.ClaimParams).
 	// Default 60s.
 	PreferWindow time.Duration
 }
 
-// Defaults of the remote-worker settings.
-const (
-	DefaultWorkerOfflineAfter = 5 * time.Minute
-	DefaultPreferWindow       = 60 * time.Second
-)
+// DefaultPreferWindow is the default of Config.PreferWindow.
+const DefaultPreferWindow = 60 * time.Second
 
 // WithDefaults returns c with its zero fields set to the defaults.
 func (c Config) WithDefaults() Config {
@@ -94,7 +89,6 @@ func (c Config) WithDefaults() Config {
 	setDefault(&c.ReaperInterval, DefaultReaperInterval)
 	setDefault(&c.Retention, DefaultRetention)
 	setDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
-	setDefault(&c.WorkerOfflineAfter, DefaultWorkerOfflineAfter)
 	setDefault(&c.PreferWindow, DefaultPreferWindow)
 	return c
 }
@@ -134,7 +128,6 @@ func (c Config) Validate() error {
 		{"ReaperInterval", c.ReaperInterval},
 		{"Retention", c.Retention},
 		{"ShutdownTimeout", c.ShutdownTimeout},
-		{"WorkerOfflineAfter", c.WorkerOfflineAfter},
 		{"PreferWindow", c.PreferWindow},
 	} {
 		if d.v < 0 {

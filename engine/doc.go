@@ -2,8 +2,9 @@
 // pool per queue that claims jobs in batches, typed handlers by kind, one
 // goroutine renewing every running lease, throttled progress writes,
 // cooperative cancel, retries with a per-queue backoff, batched outcome
-// writes, and the periodic duties (reaper, retention) on one node at a
-// time through a leader lease.
+// writes, and the node's maintenance (package maintenance): the rescue of
+// expired leases on every node, the retention on the elected leader, and
+// the duties other packages add (AddDuty).
 //
 // A typical embedding:
 //

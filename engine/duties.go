@@ -3,12 +3,14 @@ package engine
 import (
 	"context"
 	"time"
+
+	"github.com/jobd/jobd/maintenance"
 )
 
 const (
-	// leaderName is the leader lease under which one node at a time runs
-	// the duties.
-	leaderName = "maintenance"
+	// leaderTermFactor: the maintenance leader's term is this many
+	// ReaperIntervals long, renewed every ReaperInterval.
+	leaderTermFactor = 3
 	// pruneInterval is the gap between two retention passes.
 	pruneInterval = time.Minute
 	// dutyBatch is the rows one rescue or prune call handles; a pass
@@ -16,67 +18,41 @@ const (
 	dutyBatch = 1000
 )
 
-// duties runs the reaper every ReaperInterval and the retention every
-// minute while this node holds the maintenance leadership, trying for it
-// (or renewing it) on each tick, until ctx ends.
-func (e *Engine) duties(ctx context.Context) {
-	h := health{log: e.log, what: "maintenance"}
-	t := e.clock.NewTimer(0)
-	defer t.Stop()
-	var (
-		leading   bool
-		lastPrune time.Time
-	)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-		}
-		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		ok, err := e.store.LeaderAttempt(cctx, leaderName, e.cfg.Node, 3*e.cfg.ReaperInterval)
-		cancel()
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			// Unsure whether we still lead: do nothing this tick; the
-			// term expires by itself if we cannot renew it.
-			h.fail(err)
-			t.Reset(e.cfg.ReaperInterval)
-			continue
-		}
-		if ok != leading {
-			leading = ok
-			if ok {
-				e.led.Store(true)
-				e.log.Info("engine: this node leads maintenance (reaper, retention)", "node", e.cfg.Node)
-			} else {
-				e.log.Info("engine: this node no longer leads maintenance", "node", e.cfg.Node)
-			}
-		}
-		if leading {
-			err = e.rescue(ctx)
-			if err == nil {
-				err = e.markOffline(ctx)
-			}
-			if err == nil && (lastPrune.IsZero() || e.clock.Now().Sub(lastPrune) >= pruneInterval) {
-				if err = e.prune(ctx); err == nil {
-					lastPrune = e.clock.Now()
-				}
-			}
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			h.fail(err)
-		} else {
-			h.ok()
-		}
-		t.Reset(e.cfg.ReaperInterval)
-	}
+// The engine's own maintenance duties.
+const (
+	// DutyRescue returns expired leases to their queue, on every node.
+	DutyRescue = "rescue"
+	// DutyPrune deletes the finished jobs older than Retention, on the
+	// leader.
+	DutyPrune = "prune"
+)
+
+// newMaintenance returns the node's maintenance runner with the engine's
+// duties: rescue on every node (JobRescue is safe to run concurrently,
+// so an expired lease never waits for a leader), prune on the leader.
+func newMaintenance(cfg Config) (*maintenance.Runner, error) {
+	return maintenance.New(maintenance.Config{
+		Elector: cfg.Store, Node: cfg.Node, Term: leaderTermFactor * cfg.ReaperInterval,
+		Clock: cfg.Clock, Logger: cfg.Logger,
+	})
 }
+
+func (e *Engine) addOwnDuties() error {
+	if err := e.runner.Add(maintenance.Duty{Name: DutyRescue, Interval: e.cfg.ReaperInterval, Pass: e.rescue}); err != nil {
+		return err
+	}
+	return e.runner.Add(maintenance.Duty{Name: DutyPrune, Interval: pruneInterval, Leader: true, Pass: e.prune})
+}
+
+// AddDuty adds a maintenance duty to the ones this node runs (see package
+// maintenance): a leader duty shares the engine's leader election. It
+// must be called before Run.
+func (e *Engine) AddDuty(d maintenance.Duty) error {
+	return e.runner.Add(d)
+}
+
+// Leading reports whether this node leads the maintenance duties now.
+func (e *Engine) Leading() bool { return e.runner.Leading() }
 
 // rescue returns the jobs whose lease expired to their queue.
 func (e *Engine) rescue(ctx context.Context) error {
@@ -115,23 +91,4 @@ func (e *Engine) prune(ctx context.Context) error {
 			return err
 		}
 	}
-}
-
-// markOffline marks offline the remote workers without a heartbeat for
-// WorkerOfflineAfter, unless this engine started less than that long ago:
-// a restarted server (or a new leader) gives workers that long to reach
-// it first. Their jobs return to the queue only when their leases expire
-// (rescue).
-func (e *Engine) markOffline(ctx context.Context) error {
-	now := e.clock.Now()
-	if now.Sub(e.startedAt) < e.cfg.WorkerOfflineAfter {
-		return nil
-	}
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	n, err := e.store.WorkerMarkOffline(cctx, now.Add(-e.cfg.WorkerOfflineAfter))
-	if n > 0 {
-		e.log.Info("engine: marked remote workers offline", "workers", n)
-	}
-	return err
 }

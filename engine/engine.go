@@ -13,6 +13,7 @@ import (
 
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/maintenance"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/wakeup"
 )
@@ -25,9 +26,6 @@ const hardStopGrace = 5 * time.Second
 // flushTimeout bounds the shutdown's last write of outcomes (retried
 // with backoff while the database does not answer).
 const flushTimeout = 15 * time.Second
-
-// resignTimeout bounds the leader resignation at the end of Run.
-const resignTimeout = 5 * time.Second
 
 // Engine runs jobs of a store in this process. Create it with New,
 // register handlers, then call Run once.
@@ -59,11 +57,12 @@ type Engine struct {
 	renewKick chan struct{}
 
 	started atomic.Bool
-	led     atomic.Bool // this node was the maintenance leader at some point
 	// hub fans the store's wake-ups out to Subscribe's subscribers.
 	hub wakeup.Hub[string]
-	// startedAt is when New ran: the offline sweep's grace period starts.
-	startedAt time.Time
+	// runner runs the maintenance duties (duties.go).
+	runner *maintenance.Runner
+	// signals are what the engine's tests wait for.
+	signals testSignals
 }
 
 // Subscribe calls fn with a queue name each time the store says jobs may
@@ -94,7 +93,13 @@ func New(cfg Config) (*Engine, error) {
 		renewKick: make(chan struct{}, 1),
 	}
 	e.fin = &finisher{e: e, kick: make(chan struct{}, 1)}
-	e.startedAt = e.clock.Now()
+	var err error
+	if e.runner, err = newMaintenance(cfg); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	if err := e.addOwnDuties(); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
 	for _, q := range cfg.Queues {
 		caps, _ := job.NormalizeCapabilities("capabilities", q.Capabilities) // validated above
 		e.producers[q.Queue] = &producer{e: e, cfg: q, caps: caps, wake: make(chan struct{}, 1)}
@@ -151,11 +156,12 @@ func (e *Engine) InsertManyTx(ctx context.Context, ex store.Executor, ps []job.I
 	return res, nil
 }
 
-// Run works the configured queues and takes its turn at the duties until
-// ctx ends, then shuts down gracefully: it stops claiming at once, lets
-// running handlers finish for up to ShutdownTimeout, then cancels them
-// (cause ErrShutdown) and releases every job whose handler did not
-// succeed, writes the pending outcomes, resigns leadership and returns.
+// Run works the configured queues and runs the maintenance duties until
+// ctx ends, then shuts down gracefully: it stops claiming and the duties
+// at once (resigning the leadership, if this node leads), lets running
+// handlers finish for up to ShutdownTimeout, then cancels them (cause
+// ErrShutdown) and releases every job whose handler did not succeed,
+// writes the pending outcomes and returns.
 // No goroutine it started outlives it, save a handler that ignores its
 // context (its job is released anyway). Run may be called once.
 func (e *Engine) Run(ctx context.Context) error {
@@ -184,7 +190,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	for _, p := range e.producers {
 		loops.Go(func() { p.run(ctx, workCtx, jobBase) })
 	}
-	loops.Go(func() { e.duties(ctx) })
+	loops.Go(func() { _ = e.runner.Run(ctx) }) // Run once, guarded above
 
 	e.log.Info("engine: started", "node", e.cfg.Node, "queues", len(e.producers))
 	<-ctx.Done()
@@ -207,13 +213,6 @@ func (e *Engine) Run(ctx context.Context) error {
 	stopWork() // ends a heartbeat still waiting on the database
 	hb.Wait()
 
-	if e.led.Load() {
-		rctx, cancel := context.WithTimeout(jobBase, resignTimeout)
-		if err := e.store.LeaderResign(rctx, leaderName, e.cfg.Node); err != nil {
-			e.log.Warn("engine: resign maintenance leadership", "err", err)
-		}
-		cancel()
-	}
 	e.log.Info("engine: stopped", "node", e.cfg.Node)
 	if dropped > 0 {
 		return fmt.Errorf("engine: %d job outcomes were not written before shutdown; the reaper will return those jobs when their leases expire", dropped)
@@ -226,7 +225,7 @@ func (e *Engine) Run(ctx context.Context) error {
 // A cancel missed meanwhile (a reconnection) is seen at the job's next
 // heartbeat.
 func (e *Engine) listen(ctx context.Context) {
-	h := health{log: e.log, what: "listen for notifications"}
+	h := health{log: e.log, what: "listen for notifications", signal: &e.signals.health}
 	delay := retryMin
 	for {
 		err := e.store.Listen(ctx, e.notified)
@@ -318,6 +317,7 @@ func (e *Engine) end(x *execution, out store.Outcome) {
 	if !ok {
 		e.log.Warn("engine: job ended after the shutdown released it; outcome dropped",
 			"job_id", x.job.ID, "kind", x.job.Kind, "outcome", out.Status)
+		e.signals.outcomeDropped.Fire(x.job.ID)
 		return
 	}
 	x.p.done()

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/job"
@@ -65,7 +64,9 @@ func ExampleRegister() {
 		fmt.Println(err)
 		return
 	}
+	resized := make(chan struct{})
 	engine.Register(e, "resize", func(ctx context.Context, j *engine.Job[resizeArgs]) (string, error) {
+		defer close(resized)
 		j.SetProgress(job.Progress{Phase: "resizing", Done: 1, Total: 1})
 		return fmt.Sprintf("%s at %dpx", j.Args.Image, j.Args.Width), nil
 	})
@@ -79,15 +80,17 @@ func ExampleRegister() {
 		fmt.Println(err)
 		return
 	}
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		j, err := st.JobGet(ctx, res.Job.ID)
-		if err == nil && j.State.Final() {
-			fmt.Println(j.State, string(j.Result))
-			break
-		}
-	}
+	<-resized
+	// A graceful stop writes the outcomes of the jobs that ran.
 	stop()
-	fmt.Println("Run:", <-done)
+	runErr := <-done
+	j, err := st.JobGet(ctx, res.Job.ID)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(j.State, string(j.Result))
+	fmt.Println("Run:", runErr)
 	// Output:
 	// succeeded "cat.png at 320px"
 	// Run: <nil>

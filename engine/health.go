@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/internal/testsignal"
 )
 
 // Retry delays after a store error: doubling from retryMin to retryMax.
@@ -28,6 +29,8 @@ type health struct {
 	what    string
 	attrs   []any
 	failing bool
+	// signal, when set, fires on each change.
+	signal *testsignal.Signal[healthChange]
 }
 
 func (h *health) fail(err error) {
@@ -36,6 +39,7 @@ func (h *health) fail(err error) {
 	}
 	h.failing = true
 	h.log.Error("engine: "+h.what+" failing; retrying with backoff", append(h.attrs, "err", err)...)
+	h.fire()
 }
 
 func (h *health) ok() {
@@ -44,6 +48,13 @@ func (h *health) ok() {
 	}
 	h.failing = false
 	h.log.Info("engine: "+h.what+" recovered", h.attrs...)
+	h.fire()
+}
+
+func (h *health) fire() {
+	if h.signal != nil {
+		h.signal.Fire(healthChange{What: h.what, Failing: h.failing})
+	}
 }
 
 // sleep waits d on c; false when ctx ended first.

@@ -9,13 +9,18 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/engine"
-	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/pgtest/migrated"
+	"github.com/jobd/jobd/internal/storewatch"
 	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/maintenance"
 	"github.com/jobd/jobd/store"
 )
 
@@ -27,8 +32,9 @@ func TestLeaseLost(t *testing.T) {
 		release := make(chan struct{})
 		// Node a stalls: its clock never moves, so its heartbeats never come
 		// and the job's 1s lease expires under it.
-		logsA := newLogs(t)
-		a := newEngine(t, s, logsA, engine.Config{Node: "a", Queues: queue(1), Clock: clock.NewFake(time.Now())})
+		a := newEngine(t, s, newLogs(t), engine.Config{Node: "a", Queues: queue(1), Clock: clock.NewFake(time.Now())})
+		lost := engine.OutcomeLostSignal(a)
+		lost.Init()
 		engine.Register(a, "hold", func(ctx context.Context, j *engine.Job[struct{}]) (string, error) {
 			close(holdStarted)
 			<-release
@@ -52,9 +58,7 @@ func TestLeaseLost(t *testing.T) {
 			t.Errorf("attempt %d, result %s, owner %q; want attempt 2 done by b", got.Attempt, got.Result, got.LeaseOwner)
 		}
 		close(release)
-		waitFor(t, 30*time.Second, "node a to log its outcome as lost", func() bool {
-			return logsA.has("lease lost before the outcome was written", j.ID.String())
-		})
+		lost.WaitFor(t, "node a to report its outcome as lost", func(id uuid.UUID) bool { return id == j.ID })
 		if err := runA.stop(t); err != nil {
 			t.Errorf("Run a: %v", err)
 		}
@@ -93,17 +97,23 @@ func TestShortLeaseRenewedInTime(t *testing.T) {
 const helperEnv = "JOBD_ENGINE_TEST_HELPER_STORE"
 
 // TestHelperWorkerProcess is not a test: it is the worker node that
-// TestWorkerKilled runs in a subprocess and kills. It returns at once
-// unless helperEnv is set.
+// TestWorkerKilled and TestLeaderKilled run in a subprocess and kill. It
+// skips unless helperEnv is set.
 func TestHelperWorkerProcess(t *testing.T) {
 	spec := os.Getenv(helperEnv)
 	if spec == "" {
-		return
+		t.Skip("the helper node of TestWorkerKilled and TestLeaderKilled, run by them in a subprocess")
 	}
 	driver, dsn, _ := strings.Cut(spec, "=")
-	s := openAt(t, driver, dsn, false)
+	// Each write is passed on to the parent, on the pipe startHelper gave
+	// as file 3, so that it waits for this process's writes like for its
+	// own.
+	parent := os.NewFile(3, "parent")
+	s := storewatch.WrapNotify(openAt(t, driver, dsn, false), func() { _, _ = parent.Write([]byte{1}) })
+	// A long reaper interval: when this node leads, its term (three
+	// intervals) outlives the test, as a dead leader's would.
 	e := newEngine(t, s, newLogs(t), engine.Config{
-		Node: "helper", Queues: queue(1), HeartbeatInterval: 500 * time.Millisecond,
+		Node: "helper", Queues: queue(1), HeartbeatInterval: 500 * time.Millisecond, ReaperInterval: time.Hour,
 	})
 	// The parent kills this process; the timeout only guards against an
 	// orphan.
@@ -123,7 +133,7 @@ func TestWorkerKilled(t *testing.T) {
 			t.Parallel()
 			var dsn string
 			if driver == "postgres" {
-				dsn = pgtest.NewDatabase(t)
+				dsn = migrated.NewDatabase(t)
 			} else {
 				dsn = filepath.Join(t.TempDir(), "jobd.db")
 			}
@@ -131,33 +141,11 @@ func TestWorkerKilled(t *testing.T) {
 			j := insert(t, s, job.InsertParams{Kind: "sleep", LeaseTTL: 2 * time.Second,
 				Args: json.RawMessage(`{"ms":3000,"steps":3,"result":"slept"}`)})
 
-			var out bytes.Buffer
-			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperWorkerProcess$", "-test.v")
-			cmd.Env = append(os.Environ(), helperEnv+"="+driver+"="+dsn)
-			cmd.Stdout, cmd.Stderr = &out, &out
-			if err := cmd.Start(); err != nil {
-				t.Fatalf("start worker: %v", err)
-			}
-			defer func() {
-				if t.Failed() {
-					t.Logf("worker output:\n%s", out.String())
-				}
-			}()
-			exited := false
-			t.Cleanup(func() {
-				if !exited {
-					_ = cmd.Process.Kill()
-					_ = cmd.Wait()
-				}
-			})
+			kill := startHelper(t, s, driver, dsn)
 			waitJob(t, s, j.ID, "running in the worker process", func(j *job.Job) bool {
 				return j.State == job.StateRunning && j.LeaseOwner == "helper"
 			})
-			if err := cmd.Process.Kill(); err != nil {
-				t.Fatalf("kill worker: %v", err)
-			}
-			_ = cmd.Wait()
-			exited = true
+			kill()
 
 			start(t, newEngine(t, s, newLogs(t), engine.Config{Node: "survivor", Queues: queue(1)}))
 			got := waitState(t, s, j.ID, job.StateSucceeded)
@@ -170,4 +158,109 @@ func TestWorkerKilled(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLeaderKilled: the maintenance leader dies (SIGKILL) holding a job;
+// its term, in the database, runs on. Another node, which therefore
+// cannot lead, still returns the job to the queue once its lease expires,
+// and runs it.
+func TestLeaderKilled(t *testing.T) {
+	for _, driver := range drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			var dsn string
+			if driver == "postgres" {
+				dsn = migrated.NewDatabase(t)
+			} else {
+				dsn = filepath.Join(t.TempDir(), "jobd.db")
+			}
+			s := openAt(t, driver, dsn, true)
+			ctx := context.Background()
+			// The helper leads from the start; its own renewals extend the
+			// term to three hours.
+			if ok, err := s.LeaderAttempt(ctx, maintenance.DefaultElection, "helper", time.Hour); err != nil || !ok {
+				t.Fatalf("elect the helper: %v %v", ok, err)
+			}
+			j := insert(t, s, job.InsertParams{Kind: "sleep", LeaseTTL: 2 * time.Second,
+				Args: json.RawMessage(`{"ms":60000,"steps":60}`)})
+			stopHelper := startHelper(t, s, driver, dsn)
+			waitJob(t, s, j.ID, "running in the helper process", func(j *job.Job) bool {
+				return j.State == job.StateRunning && j.LeaseOwner == "helper"
+			})
+
+			survivor := newEngine(t, s, newLogs(t), engine.Config{Node: "survivor", ReaperInterval: 100 * time.Millisecond})
+			sig := engine.MaintenanceSignals(survivor)
+			sig.Attempt.Init()
+			start(t, survivor)
+			if sig.Attempt.Wait(t, "the survivor's first election attempt") {
+				t.Fatal("the survivor leads beside the helper")
+			}
+			stopHelper()
+
+			got := waitJob(t, s, j.ID, "back in the queue", func(j *job.Job) bool { return j.State != job.StateRunning })
+			if got.State != job.StateQueued || got.Attempt != 1 {
+				t.Fatalf("job %s attempt %d, want queued after attempt 1", got.State, got.Attempt)
+			}
+			want := []job.EventKind{job.EventQueued, job.EventClaimed, job.EventRescued}
+			if kinds := eventKinds(t, s, j.ID); !slices.Equal(kinds, want) {
+				t.Errorf("journal %v, want %v", kinds, want)
+			}
+			if survivor.Leading() {
+				t.Error("the survivor leads: the dead helper's term should still run")
+			}
+			if ok, err := s.LeaderAttempt(ctx, maintenance.DefaultElection, "probe", time.Second); err != nil || ok {
+				t.Errorf("a new node's election: leads %v, %v; want the dead helper's term to hold", ok, err)
+			}
+		})
+	}
+}
+
+// startHelper runs TestHelperWorkerProcess in a subprocess on the store s
+// opened at dsn, and returns a func that kills it (SIGKILL); it is killed
+// at the end of t in any case. The helper's writes wake s's waits.
+func startHelper(t *testing.T, s store.Store, driver, dsn string) (kill func()) {
+	t.Helper()
+	watched := storewatch.Of(s)
+	wrote, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperWorkerProcess$", "-test.v")
+	cmd.Env = append(os.Environ(), helperEnv+"="+driver+"="+dsn)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.ExtraFiles = []*os.File{w}
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		wrote.Close()
+		t.Fatalf("start the helper: %v", err)
+	}
+	go func() {
+		defer wrote.Close()
+		buf := make([]byte, 512)
+		for {
+			n, err := wrote.Read(buf)
+			if n > 0 {
+				watched.Wrote()
+			}
+			if err != nil {
+				return // the helper is gone
+			}
+		}
+	}()
+	var once sync.Once
+	kill = func() {
+		once.Do(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
+	}
+	t.Cleanup(func() {
+		kill()
+		if t.Failed() {
+			t.Logf("helper output:\n%s", out.String())
+		}
+	})
+	return kill
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/engine/builtin"
 	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/pgtest/migrated"
+	"github.com/jobd/jobd/internal/storewatch"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
@@ -53,14 +55,15 @@ func openStore(t testing.TB, name string) store.Store {
 	case "sqlite":
 		return openAt(t, name, filepath.Join(t.TempDir(), "jobd.db"), true)
 	case "postgres":
-		return openAt(t, name, pgtest.NewDatabase(t), true)
+		return openAt(t, name, migrated.NewDatabase(t), true)
 	}
 	t.Fatalf("unknown driver %q", name)
 	return nil
 }
 
 // openAt opens the store of driver name at dsn (a file path or a URL),
-// closed when t ends.
+// closed when t ends, watched (storewatch) so that the tests wait for its
+// writes.
 func openAt(t testing.TB, name, dsn string, migrate bool) store.Store {
 	t.Helper()
 	ctx := context.Background()
@@ -85,7 +88,7 @@ func openAt(t testing.TB, name, dsn string, migrate bool) store.Store {
 			t.Fatalf("migrate %s store: %v", name, err)
 		}
 	}
-	return s
+	return storewatch.Wrap(s)
 }
 
 var discard = slog.New(slog.DiscardHandler)
@@ -110,22 +113,6 @@ func newLogs(t testing.TB) *logs {
 }
 
 func (l *logs) logger() *slog.Logger { return slog.New(&logHandler{l: l}) }
-
-// has reports whether a recorded line contains every one of parts.
-func (l *logs) has(parts ...string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, line := range l.lines {
-		ok := true
-		for _, p := range parts {
-			ok = ok && strings.Contains(line, p)
-		}
-		if ok {
-			return true
-		}
-	}
-	return false
-}
 
 // count returns how many recorded lines contain part.
 func (l *logs) count(part string) int {
@@ -232,23 +219,12 @@ func (r *running) stop(t testing.TB) error {
 	return r.err
 }
 
-// waitFor polls cond until it holds, failing t after timeout.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// waitJob polls the job until ok says yes and returns it.
+// waitJob waits until ok says yes of the job, checking it after each
+// write to the (watched) store, and returns it.
 func waitJob(t testing.TB, s store.Store, id uuid.UUID, what string, ok func(*job.Job) bool) *job.Job {
 	t.Helper()
 	var j *job.Job
-	waitFor(t, 30*time.Second, fmt.Sprintf("job %s: %s", id, what), func() bool {
+	storewatch.Until(t, s, fmt.Sprintf("job %s: %s", id, what), func() bool {
 		var err error
 		j, err = s.JobGet(context.Background(), id)
 		if err != nil {

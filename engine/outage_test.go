@@ -5,12 +5,12 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/pgtest/migrated"
 	"github.com/jobd/jobd/job"
 )
 
@@ -19,7 +19,7 @@ import (
 // itself, running the jobs inserted once the database is back.
 func TestDatabaseOutage(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.NewDatabase(t)
+	dsn := migrated.NewDatabase(t)
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -27,7 +27,10 @@ func TestDatabaseOutage(t *testing.T) {
 	dbName := strings.TrimPrefix(u.Path, "/")
 	s := openAt(t, "postgres", dsn, true)
 	l := newLogs(t)
-	start(t, newEngine(t, s, l, engine.Config{Queues: queue(2)}))
+	e := newEngine(t, s, l, engine.Config{Queues: queue(2)})
+	health := engine.HealthSignal(e)
+	health.Init()
+	start(t, e)
 	before := insert(t, s, job.InsertParams{Kind: "noop"})
 	waitState(t, s, before.ID, job.StateSucceeded)
 
@@ -46,9 +49,7 @@ func TestDatabaseOutage(t *testing.T) {
 	// Down: no new connections, and the open ones killed.
 	admin(`ALTER DATABASE ` + dbName + ` ALLOW_CONNECTIONS false`)
 	admin(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '` + dbName + `'`)
-	waitFor(t, 30*time.Second, "the engine to notice the outage", func() bool {
-		return l.has("claim failing")
-	})
+	health.WaitFor(t, "the engine to notice the outage", func(h engine.HealthChange) bool { return h.What == "claim" && h.Failing })
 
 	if _, err := s.JobInsertMany(context.Background(), []job.InsertParams{{Kind: "noop"}}); err == nil {
 		t.Fatal("an insert succeeded during the outage")
@@ -57,19 +58,19 @@ func TestDatabaseOutage(t *testing.T) {
 	// Back.
 	admin(`ALTER DATABASE ` + dbName + ` ALLOW_CONNECTIONS true`)
 	// The test's own pool may still hold killed connections: its first
-	// tries can fail.
+	// tries can fail, each one dropping a dead connection from the pool.
 	var after *job.Job
-	waitFor(t, 30*time.Second, "an insert to succeed", func() bool {
+	for try := 1; after == nil; try++ {
 		res, err := s.JobInsertMany(context.Background(), []job.InsertParams{{Kind: "noop"}})
-		if err == nil {
+		switch {
+		case err == nil:
 			after = res[0].Job
+		case try == 50:
+			t.Fatalf("inserts still fail once the database is back: %v", err)
 		}
-		return err == nil
-	})
+	}
 	waitState(t, s, after.ID, job.StateSucceeded)
-	waitFor(t, 30*time.Second, "the engine to log its recovery", func() bool {
-		return l.has("claim recovered")
-	})
+	health.WaitFor(t, "the engine to recover", func(h engine.HealthChange) bool { return h.What == "claim" && !h.Failing })
 	if n := l.count("claim failing"); n != 1 {
 		t.Errorf("the claim failure was logged %d times, want once", n)
 	}

@@ -57,7 +57,7 @@ func (p *producer) kick() {
 // that a claim the database committed is never lost to a cancelled
 // context; jobBase is the parent of the handlers' contexts.
 func (p *producer) run(ctx, workCtx, jobBase context.Context) {
-	h := health{log: p.e.log, what: "claim", attrs: []any{"queue", p.cfg.Queue}}
+	h := health{log: p.e.log, what: "claim", attrs: []any{"queue", p.cfg.Queue}, signal: &p.e.signals.health}
 	t := p.e.clock.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -70,6 +70,7 @@ func (p *producer) run(ctx, workCtx, jobBase context.Context) {
 		}
 		p.claim(ctx, workCtx, jobBase, &h)
 		t.Reset(p.e.cfg.PollInterval)
+		p.e.signals.pollArmed.Fire(p.cfg.Queue)
 	}
 }
 

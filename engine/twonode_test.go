@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/internal/storewatch"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -60,7 +61,7 @@ func TestTwoNodesOneLockKeyAtATime(t *testing.T) {
 	if _, err := s.JobInsertMany(context.Background(), params); err != nil {
 		t.Fatalf("insert: %v", err)
 	}
-	waitFor(t, 2*time.Minute, "every job to succeed", func() bool {
+	storewatch.Until(t, s, "every job to succeed", func() bool {
 		return countState(t, s, job.StateSucceeded) == jobs
 	})
 	for _, r := range engines {

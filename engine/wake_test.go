@@ -16,23 +16,12 @@ import (
 // store's wake-ups can get a job inserted after the start claimed.
 func TestWakeUpRunsJobsWithoutPolling(t *testing.T) {
 	eachStore(t, func(t *testing.T, s store.Store) {
-		start(t, newEngine(t, s, newLogs(t), engine.Config{Queues: queue(1), PollInterval: time.Hour}))
+		e := newEngine(t, s, newLogs(t), engine.Config{Queues: queue(1), PollInterval: time.Hour})
+		start(t, e)
+		// The insert's own wake-up must not come before the engine listens.
+		waitListening(t, e, s)
 		j := insert(t, s, job.InsertParams{Kind: "noop"})
-		// The insert's own wake-up may come before the engine listens:
-		// wake again until the job runs.
-		waitFor(t, 30*time.Second, "the job to run", func() bool {
-			got, err := s.JobGet(context.Background(), j.ID)
-			if err != nil {
-				t.Fatalf("JobGet: %v", err)
-			}
-			if got.State == job.StateSucceeded {
-				return true
-			}
-			if err := s.Wake(context.Background(), job.DefaultQueue); err != nil {
-				t.Fatalf("Wake: %v", err)
-			}
-			return false
-		})
+		waitState(t, s, j.ID, job.StateSucceeded)
 	})
 }
 
@@ -54,23 +43,22 @@ func TestIdleQueueClaimsOncePerPoll(t *testing.T) {
 		c := &claimCounter{Store: s}
 		clk := clock.NewFake(time.Now())
 		const poll = time.Second
-		start(t, newEngine(t, c, newLogs(t), engine.Config{
+		e := newEngine(t, c, newLogs(t), engine.Config{
 			Queues: queue(4), Clock: clk, PollInterval: poll,
 			HeartbeatInterval: time.Hour, ReaperInterval: time.Hour,
-		}))
-		waitFor(t, 30*time.Second, "the first claim", func() bool { return c.n.Load() >= 1 })
-		// Each advance lets at most one poll claim; advance until five
-		// more claims came (an advance may land before the engine armed
-		// its next poll, and then claims nothing).
+		})
+		armed := engine.PollArmedSignal(e)
+		armed.Init()
+		start(t, e)
+		armed.Wait(t, "the first claim")
+		// Each advance lets at most one poll claim; after each, wait for
+		// the poll to be armed again (each claim arms it) before the next.
 		advances := 0
-		waitFor(t, 30*time.Second, "five polls", func() bool {
-			if c.n.Load() >= 6 {
-				return true
-			}
+		for c.n.Load() < 6 {
 			clk.Advance(poll)
 			advances++
-			return false
-		})
+			armed.Wait(t, "a claim after an advance")
+		}
 		// One claim at the start, at most one per advance, and one spare
 		// for a wake-up from the store's listener when it connects.
 		if n := c.n.Load(); n > int64(advances)+2 {

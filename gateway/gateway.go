@@ -23,6 +23,7 @@ import (
 
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/internal/testsignal"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -90,8 +91,8 @@ type Config struct {
 	MaxArgsBytes int
 	// MaxAttempts of each gateway job; default job.DefaultMaxAttempts.
 	MaxAttempts int
-	// SweepInterval is the gap between two removals of expired results.
-	// Default 1 minute.
+	// SweepInterval is the gap between two removals of expired results by
+	// the maintenance leader. Default 1 minute.
 	SweepInterval time.Duration
 	// Transport makes the upstream calls; default a clone of
 	// http.DefaultTransport.
@@ -165,8 +166,8 @@ func (c Config) validate() error {
 	return nil
 }
 
-// Gateway is the async HTTP gateway. Create it with New; mount Handler and
-// Results; call Run for the result TTL.
+// Gateway is the async HTTP gateway. Create it with New and mount Handler
+// and Results; the engine's maintenance removes the expired results.
 type Gateway struct {
 	cfg       Config
 	store     store.Store
@@ -176,6 +177,15 @@ type Gateway struct {
 	upstreams map[string]*upstream
 	client    *http.Client
 	maxBody   int64 // request body limit of an async request
+	signals   testSignals
+}
+
+// testSignals are the points of the gateway that its tests wait for (see
+// package internal/testsignal).
+type testSignals struct {
+	// swept fires after each pass of the result TTL with the number of
+	// results it removed.
+	swept testsignal.Signal[int]
 }
 
 // upstream is a configured Upstream with its proxy for synchronous calls.
@@ -184,8 +194,9 @@ type upstream struct {
 	proxy http.Handler
 }
 
-// New checks cfg, registers the Kind handler on cfg.Engine and returns the
-// gateway.
+// New checks cfg, registers the Kind handler on cfg.Engine, adds the
+// result TTL (DutyResultTTL, run by the maintenance leader) to its duties
+// and returns the gateway. It must be called before the engine runs.
 func New(cfg Config) (*Gateway, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -214,6 +225,9 @@ func New(cfg Config) (*Gateway, error) {
 		up := &upstream{Upstream: u}
 		up.proxy = g.newProxy(up)
 		g.upstreams[u.Name] = up
+	}
+	if err := cfg.Engine.AddDuty(g.ttlDuty()); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	engine.Register(cfg.Engine, Kind, g.perform)
 	return g, nil

@@ -24,6 +24,8 @@ import (
 	"github.com/jobd/jobd/gateway"
 	"github.com/jobd/jobd/httpapi"
 	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/pgtest/migrated"
+	"github.com/jobd/jobd/internal/storewatch"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
@@ -44,7 +46,7 @@ func newDatabase(t *testing.T, driver string) database {
 	if driver == "sqlite" {
 		return database{driver, filepath.Join(t.TempDir(), "jobd.db")}
 	}
-	return database{driver, pgtest.NewDatabase(t)}
+	return database{driver, migrated.NewDatabase(t)}
 }
 
 func (d database) open(t *testing.T) store.Store {
@@ -66,7 +68,7 @@ func (d database) open(t *testing.T) store.Store {
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatalf("migrate %s: %v", d.driver, err)
 	}
-	return st
+	return storewatch.Wrap(st)
 }
 
 // eachStore runs fn as a parallel subtest per driver, on a fresh database.
@@ -203,7 +205,9 @@ type options struct {
 	timeout     time.Duration
 	upstreamURL string // default the test upstream's
 	heartbeat   time.Duration
-	noWorkers   bool // no worker pool for the gateway queue
+	sweep       time.Duration // the result TTL's interval
+	noWorkers   bool          // no worker pool for the gateway queue
+	onGateway   func(*gateway.Gateway)
 }
 
 // jobd is a node under test: store, engine, gateway and HTTP server, as
@@ -254,7 +258,7 @@ func start(t *testing.T, db database, up *upstream, o options) *jobd {
 		Store: st, Engine: eng, Logger: quiet, Clock: o.clock,
 		Upstreams:  []gateway.Upstream{{Name: "up", URL: target, Timeout: o.timeout}},
 		MaxPending: o.maxPending, MaxResponseBytes: o.maxResponse,
-		MaxAttempts: o.maxAttempts, ResultTTL: o.ttl,
+		MaxAttempts: o.maxAttempts, ResultTTL: o.ttl, SweepInterval: o.sweep,
 	}
 	if o.secret != "" {
 		cfg.Authorizer = httpapi.NewAuthorizer(st, o.secret)
@@ -262,6 +266,9 @@ func start(t *testing.T, db database, up *upstream, o options) *jobd {
 	gw, err := gateway.New(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.onGateway != nil {
+		o.onGateway(gw)
 	}
 	apiHandler, err := httpapi.New(httpapi.Config{Store: st, Logger: quiet, AdminSecret: o.secret, Async: gw.Results()})
 	if err != nil {
@@ -282,7 +289,6 @@ func start(t *testing.T, db database, up *upstream, o options) *jobd {
 			t.Errorf("engine: %v", err)
 		}
 	})
-	wg.Go(func() { _ = gw.Run(ctx) })
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
@@ -371,24 +377,19 @@ func (n *jobd) submit(method, path, body, mode string, hdr ...string) uuid.UUID 
 	return id
 }
 
-// waitState polls the job until it reaches state (a bounded poll: the
-// gateway's clients poll too).
+// waitState waits until the job reaches state, checking it after each
+// write to the node's (watched) store.
 func (n *jobd) waitState(id uuid.UUID, state job.State) *job.Job {
 	n.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		j, err := n.st.JobGet(context.Background(), id)
-		if err != nil {
+	var j *job.Job
+	storewatch.Until(n.t, n.st, fmt.Sprintf("job %s to reach %s", id, state), func() bool {
+		var err error
+		if j, err = n.st.JobGet(context.Background(), id); err != nil {
 			n.t.Fatalf("JobGet %s: %v", id, err)
 		}
-		if j.State == state {
-			return j
-		}
-		if time.Now().After(deadline) {
-			n.t.Fatalf("job %s: still %s, want %s (last error %q)", id, j.State, state, j.LastError)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return j.State == state
+	})
+	return j
 }
 
 // jobCount is the number of gateway jobs in the store.

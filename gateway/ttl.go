@@ -2,65 +2,45 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	"github.com/jobd/jobd/maintenance"
 )
 
-// sweepLeader is the leader lease under which one node at a time removes
-// expired results.
-const sweepLeader = "gateway-results"
+// DutyResultTTL names the removal of expired results among the
+// maintenance duties.
+const DutyResultTTL = "gateway result ttl"
 
-// Run removes, every SweepInterval, the results older than ResultTTL,
-// until ctx ends; one node at a time does it, under a leader lease. It
-// returns nil when ctx ends: store errors are logged and retried on the
-// next tick.
-func (g *Gateway) Run(ctx context.Context) error {
-	t := g.clock.NewTimer(0)
-	defer t.Stop()
-	failing := false
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C():
-		}
-		n, err := g.sweep(ctx)
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case err != nil && !failing:
-			failing = true
-			g.log.Error("gateway: removing expired results failing; retrying", "err", err)
-		case err == nil && failing:
-			failing = false
-			g.log.Info("gateway: removing expired results recovered")
-		}
-		if n > 0 {
-			g.log.Info("gateway: removed expired results", "results", n, "ttl", g.cfg.ResultTTL)
-		}
-		t.Reset(g.cfg.SweepInterval)
-	}
+// sweepCallTimeout bounds each store call of the sweep.
+const sweepCallTimeout = 30 * time.Second
+
+// ttlDuty is the leader duty that removes, every SweepInterval, the
+// results older than ResultTTL; New adds it to the engine's maintenance.
+func (g *Gateway) ttlDuty() maintenance.Duty {
+	return maintenance.Duty{Name: DutyResultTTL, Interval: g.cfg.SweepInterval, Leader: true, Pass: g.removeExpired}
 }
 
-// sweep removes the results older than ResultTTL when this node leads.
-func (g *Gateway) sweep(ctx context.Context) (int, error) {
-	cctx, cancel := context.WithTimeout(ctx, sweepCallTimeout)
-	leads, err := g.store.LeaderAttempt(cctx, sweepLeader, g.node, 3*g.cfg.SweepInterval)
-	cancel()
-	if err != nil || !leads {
-		return 0, err
-	}
+// removeExpired removes the results older than ResultTTL, in batches.
+func (g *Gateway) removeExpired(ctx context.Context) error {
 	cutoff := g.clock.Now().Add(-g.cfg.ResultTTL)
 	total := 0
+	defer func() {
+		if total > 0 {
+			g.log.Info("gateway: removed expired results", "results", total, "ttl", g.cfg.ResultTTL)
+		}
+		g.signals.swept.Fire(total)
+	}()
 	for {
 		cctx, cancel := context.WithTimeout(ctx, sweepCallTimeout)
 		n, err := g.store.JobPruneQueue(cctx, Queue, cutoff, deleteBatch)
 		cancel()
 		total += n
-		if err != nil || n < deleteBatch {
-			return total, err
+		if err != nil {
+			return fmt.Errorf("remove expired results: %w", err)
+		}
+		if n < deleteBatch {
+			return nil
 		}
 	}
 }
-
-// sweepCallTimeout bounds each store call of the sweep.
-const sweepCallTimeout = 30 * time.Second

@@ -17,6 +17,7 @@ import (
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/httpapi"
 	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/pgtest/migrated"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
@@ -38,7 +39,7 @@ func openStore(t testing.TB, driver string) store.Store {
 	case "sqlite":
 		st, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "jobd.db"), sqlite.Options{})
 	case "postgres":
-		st, err = postgres.Open(ctx, pgtest.NewDatabase(t), postgres.Options{})
+		st, err = postgres.Open(ctx, migrated.NewDatabase(t), postgres.Options{})
 	}
 	if err != nil {
 		t.Fatalf("open %s: %v", driver, err)

@@ -101,6 +101,10 @@ type Job struct {
 	StartedAt  *time.Time
 	FinishedAt *time.Time
 	UpdatedAt  time.Time
+	// AttemptedAt is when the current attempt was claimed, while the row
+	// implies that claim's journal entry (see Journal): nil before the
+	// first claim and once a later transition stored the entry.
+	AttemptedAt *time.Time
 }
 
 // EventKind names a journal entry.
@@ -123,6 +127,7 @@ const (
 
 // Event is one entry of a job's journal.
 type Event struct {
+	// ID is the entry's position in its job's journal: 1, 2, 3… per job.
 	ID      int64
 	JobID   uuid.UUID
 	At      time.Time

@@ -11,7 +11,9 @@ import (
 // inside its one write transaction), asks one of the functions below for
 // the Transition, and writes it in the same transaction, fenced by the
 // state and lease token it read. The database only fences and applies: no
-// SQL decides where a job goes, and the journal kinds come from here.
+// SQL decides where a job goes, and the journal entries come from here
+// (see journal.go: a transition appends its entry to the row's stored
+// journal, except a success, whose entry the row implies).
 //
 // Four families of transitions leave a state other than by a claim:
 //
@@ -96,6 +98,13 @@ type Facts struct {
 	Attempt         int
 	MaxAttempts     int
 	CancelRequested bool
+	// AttemptedAt, LeaseOwner and FinishedAt are what the row's implied
+	// journal entries are rendered from (see Journal): the current claim
+	// (at AttemptedAt, detail LeaseOwner), while AttemptedAt is set, and a
+	// success (at FinishedAt).
+	AttemptedAt *time.Time
+	LeaseOwner  string
+	FinishedAt  *time.Time
 }
 
 // AttemptsLeft reports whether the job may run again after the attempt
@@ -104,15 +113,18 @@ func (f Facts) AttemptsLeft() bool { return f.Attempt < f.MaxAttempts }
 
 // FactsOf returns the facts of j.
 func FactsOf(j *Job) Facts {
-	return Facts{State: j.State, Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, CancelRequested: j.CancelRequested}
+	return Facts{State: j.State, Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, CancelRequested: j.CancelRequested,
+		AttemptedAt: j.AttemptedAt, LeaseOwner: j.LeaseOwner, FinishedAt: j.FinishedAt}
 }
 
 // Transition is a decided change of one job: the values its row takes and
-// the journal entry that records the change. A store writes all of them
+// the journal entries that record the change. A store writes all of them
 // (and updated_at, its transaction's time) in one statement fenced by the
-// state, and for a lease holder the lease token, that the Facts had. A
-// job holds a lease exactly while it runs: a transition out of running
-// clears the lease token and expiry, any other leaves them as they are.
+// state, and for a lease holder the lease token, that the Facts had: it
+// sets attempted_at to AttemptedAt and appends Events to the row's stored
+// journal, deciding nothing. A job holds a lease exactly while it runs: a
+// transition out of running clears the lease token and expiry, any other
+// leaves them as they are.
 type Transition struct {
 	// From is the state the Facts had: the fence.
 	From State
@@ -132,9 +144,20 @@ type Transition struct {
 	Result json.RawMessage
 	// LastError, when not nil, replaces the job's last error.
 	LastError *string
-	// Event is the journal entry to append: its Kind, Attempt and Detail
-	// (the store fills in JobID and At).
+	// Event is the journal entry that records the change (its Kind, At,
+	// Attempt and Detail): the last of Events, or, for a success, the
+	// entry the row it leaves implies (state succeeded, finished_at).
 	Event Event
+	// Events are the entries to append to the row's stored journal, in
+	// order (without IDs and JobIDs): the entries the row implied that
+	// would otherwise render in the wrong place (its current claim, the
+	// success of a job that leaves succeeded), then Event. None for a
+	// success.
+	Events []Event
+	// AttemptedAt is the new attempted_at: the Facts' for a success (its
+	// claim stays implied), nil after any other transition (the claim is
+	// in Events).
+	AttemptedAt *time.Time
 }
 
 // Finish decides what a lease holder's outcome does to a job whose row
@@ -175,15 +198,21 @@ func Finish(f Facts, o Outcome, now time.Time) (Transition, error) {
 		t.requeue(now, EventRequeued)
 		t.Attempt = f.Attempt - 1 // the attempt it was given does not count
 	}
-	return cancelWins(f, t, now), nil
+	t = cancelWins(f, t, now)
+	t.journal(f, now)
+	return t, nil
 }
 
 // SucceededState and SucceededEvent are what Finish decides for every
 // success, whatever the row says beyond its held lease: the job's attempt
-// stays as it is and the journal names it. A store may therefore apply a
+// stays as it is and the journal names it, in the entry the row implies
+// (state succeeded, finished_at): nothing is appended to the stored
+// journal and attempted_at stays as it is. A store may therefore apply a
 // batch of successes in one fenced statement without reading the rows
-// first, writing these two and taking the attempt from the row.
-// TestFinishSuccessReadsNothing holds Finish to it.
+// first, writing the state, the result and finished_at, and leaving the
+// attempt, attempted_at and the journal as they are.
+// TestFinishSuccessReadsNothing and TestHotPathsWriteNoJournal hold
+// Finish to it.
 const (
 	SucceededState = StateSucceeded
 	SucceededEvent = EventSucceeded
@@ -209,6 +238,7 @@ func Rescue(f Facts, now time.Time) (Transition, error) {
 		reason := LeaseExpired
 		t.LastError = &reason
 	}
+	t.journal(f, now)
 	return t, nil
 }
 
@@ -232,6 +262,7 @@ func Cancel(f Facts, now time.Time) (t Transition, write bool, err error) {
 	default:
 		return Transition{}, false, fmt.Errorf("job is %s: %w", f.State, ErrWrongState)
 	}
+	t.journal(f, now)
 	return t, true, nil
 }
 
@@ -244,6 +275,7 @@ func Retry(f Facts, now time.Time) (Transition, error) {
 	}
 	t := Transition{From: f.State}
 	t.requeue(now, EventManualRetry)
+	t.journal(f, now)
 	return t, nil
 }
 
@@ -291,4 +323,21 @@ func (t *Transition) requeue(runAt time.Time, kind EventKind) {
 	t.RunAt = runAt
 	t.FinishedAt = nil
 	t.Event.Kind = kind
+}
+
+// journal completes t, decided from f at now, with the entries the store
+// appends to the row's stored journal and the new attempted_at. A success
+// appends nothing: the row it leaves implies its entry, after the claim
+// it leaves implied too. Any other transition appends its own entry
+// (Event, at now), after storing the entries the row implied, which would
+// otherwise render after it (the current claim) or not at all (the
+// success of a job that leaves succeeded); no claim is implied after it.
+func (t *Transition) journal(f Facts, now time.Time) {
+	t.Event.At = now
+	if t.State == StateSucceeded && f.State != StateSucceeded {
+		t.Events, t.AttemptedAt = nil, f.AttemptedAt
+		return
+	}
+	t.Events = append(implied(f), t.Event)
+	t.AttemptedAt = nil
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/pgtest/migrated"
+	"github.com/jobd/jobd/internal/storewatch"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
 	"github.com/jobd/jobd/store/sqlite"
@@ -39,7 +41,7 @@ func openStore(t *testing.T, driver string) store.Store {
 	case "sqlite":
 		st, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "jobd.db"), sqlite.Options{})
 	case "postgres":
-		st, err = postgres.Open(ctx, pgtest.NewDatabase(t), postgres.Options{Logger: slog.New(slog.DiscardHandler)})
+		st, err = postgres.Open(ctx, migrated.NewDatabase(t), postgres.Options{Logger: slog.New(slog.DiscardHandler)})
 	}
 	if err != nil {
 		t.Fatalf("open %s: %v", driver, err)
@@ -48,7 +50,7 @@ func openStore(t *testing.T, driver string) store.Store {
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatalf("migrate %s: %v", driver, err)
 	}
-	return st
+	return storewatch.Wrap(st)
 }
 
 // jsonEq reports whether raw is the JSON value want (PostgreSQL's jsonb

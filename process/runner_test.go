@@ -3,6 +3,7 @@ package process_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/internal/storewatch"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/store"
@@ -101,23 +103,19 @@ func setupGate(t *testing.T, driver string, g *gate) (store.Store, *process.Runn
 	return st, r
 }
 
-// wait polls a task job until it is final (bounded: nothing else signals
-// a job's end across the store).
+// wait waits until a task job is final, checking it after each write to
+// the (watched) store, and returns it.
 func wait(t *testing.T, st store.Store, id uuid.UUID) *job.Job {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		j, err := st.JobGet(context.Background(), id)
-		if err != nil {
+	var j *job.Job
+	storewatch.Until(t, st, fmt.Sprintf("job %s to be final", id), func() bool {
+		var err error
+		if j, err = st.JobGet(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
-		if j.State.Final() {
-			return j
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("job %s not final in time", id)
-	return nil
+		return j.State.Final()
+	})
+	return j
 }
 
 func run(t *testing.T, st store.Store, r *process.Runner, task process.Task, args string) *job.Job {

@@ -17,7 +17,8 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/engine"
-	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/pgtest/migrated"
+	"github.com/jobd/jobd/internal/storewatch"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/store"
@@ -61,7 +62,7 @@ func openAt(t *testing.T, driver, dsn string, migrate bool) store.Store {
 			t.Fatalf("migrate %s: %v", driver, err)
 		}
 	}
-	return st
+	return storewatch.Wrap(st)
 }
 
 // startNode runs an engine with a process runner of namespace "z" calling
@@ -91,14 +92,16 @@ func startNode(t *testing.T, st store.Store, node, url string) *process.Runner {
 }
 
 // TestHelperProcessNode is not a test: it is the node that TestZombie runs
-// in a subprocess and kills mid-call. It returns at once unless
-// helperDriver is set.
+// in a subprocess and kills mid-call. It skips unless helperDriver is set.
 func TestHelperProcessNode(t *testing.T) {
 	driver := os.Getenv(helperDriver)
 	if driver == "" {
-		return
+		t.Skip("the helper node of TestZombie, run by it in a subprocess")
 	}
-	st := openAt(t, driver, os.Getenv(helperDSN), false)
+	// Each write is passed on to the parent, on the pipe it gave as file
+	// 3, so that it waits for this process's writes like for its own.
+	parent := os.NewFile(3, "parent")
+	st := storewatch.WrapNotify(openAt(t, driver, os.Getenv(helperDSN), false), func() { _, _ = parent.Write([]byte{1}) })
 	startNode(t, st, "doomed", os.Getenv(helperURL))
 	// The parent kills this process; the timer only guards against an
 	// orphan.
@@ -115,7 +118,7 @@ func TestZombie(t *testing.T) {
 			t.Parallel()
 			var dsn string
 			if driver == "postgres" {
-				dsn = pgtest.NewDatabase(t)
+				dsn = migrated.NewDatabase(t)
 			} else {
 				dsn = filepath.Join(t.TempDir(), "jobd.db")
 			}
@@ -153,9 +156,30 @@ func TestZombie(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcessNode$", "-test.v")
 			cmd.Env = append(os.Environ(), helperDriver+"="+driver, helperDSN+"="+dsn, helperURL+"="+srv.URL)
 			cmd.Stdout, cmd.Stderr = &out, &out
-			if err := cmd.Start(); err != nil {
+			wrote, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.ExtraFiles = []*os.File{w}
+			err = cmd.Start()
+			w.Close()
+			if err != nil {
 				t.Fatalf("start node: %v", err)
 			}
+			// The node's writes wake this test's waits on st.
+			go func() {
+				defer wrote.Close()
+				buf := make([]byte, 512)
+				for {
+					n, err := wrote.Read(buf)
+					if n > 0 {
+						storewatch.Of(st).Wrote()
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
 			exited := false
 			t.Cleanup(func() {
 				if !exited {

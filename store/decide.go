@@ -11,8 +11,8 @@ import (
 
 // Held is a running job whose lease a driver found still held, read with
 // its row locked in the transaction that will apply the decision: the
-// lease that fences the write (Owner being the row's lease_owner), the
-// job's queue (for wake-ups) and its facts.
+// lease that fences the write (its ID and Token), the job's queue (for
+// wake-ups) and its facts (LeaseOwner is the row's lease_owner).
 type Held struct {
 	Lease
 	Queue string
@@ -54,7 +54,7 @@ func DecideFinish(outcomes []Outcome, held []Held, now time.Time) ([]Decided, []
 	for i, o := range outcomes {
 		k := o.key()
 		h, ok := byLease[k]
-		if !ok || used[k] || (o.Owner != "" && o.Owner != h.Owner) {
+		if !ok || used[k] || (o.Owner != "" && o.Owner != h.LeaseOwner) {
 			results[i] = FinishResult{Lost: true}
 			continue
 		}

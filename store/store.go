@@ -110,8 +110,10 @@ type JobStore interface {
 	// JobList returns jobs matching the filter and the total count of
 	// matches (ignoring Limit and the cursor).
 	JobList(ctx context.Context, params ListParams) (*ListResult, error)
-	// JobEvents returns a job's journal, oldest first; an unknown job has
-	// none (and no error).
+	// JobEvents returns a job's journal, oldest first, each entry's ID its
+	// position (1, 2, 3… per job); an unknown job has none (and no error).
+	// The journal lives in the job's row, its common entries implied by
+	// the row's columns (job.Journal), and goes with the row.
 	JobEvents(ctx context.Context, id uuid.UUID) ([]job.Event, error)
 
 	// JobClaim moves up to Max available jobs of Queue from queued to

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/jobd/jobd/internal/buildinfo"
+	"github.com/jobd/jobd/internal/testsignal"
 )
 
 // Env is what a command may touch of the outside world.
@@ -22,6 +23,16 @@ type Env struct {
 	Stderr io.Writer
 	// Getenv reads the environment (os.Getenv in production).
 	Getenv func(string) string
+
+	// signals are what the package's tests wait for.
+	signals envSignals
+}
+
+// envSignals are the points of the commands that tests wait for (see
+// package internal/testsignal).
+type envSignals struct {
+	// listening fires with the address serve listens on.
+	listening testsignal.Signal[string]
 }
 
 // Command is one sub-command.

@@ -17,6 +17,7 @@ import (
 	"github.com/jobd/jobd/httpapi"
 	"github.com/jobd/jobd/internal/buildinfo"
 	"github.com/jobd/jobd/process"
+	"github.com/jobd/jobd/remote"
 	"github.com/jobd/jobd/store"
 )
 
@@ -75,7 +76,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.progress, "progress-interval", d.ProgressInterval, "minimum gap between progress writes of one job")
 	fs.IntVar(&f.maxBody, "max-body", 1<<20, "request body limit in bytes")
 	fs.IntVar(&f.maxArgs, "max-args", 1<<20, "job args limit in bytes")
-	fs.DurationVar(&f.workerOffline, "worker-offline-after", d.WorkerOfflineAfter, "remote workers without a heartbeat this long are marked offline (env JOBD_WORKER_OFFLINE_AFTER)")
+	fs.DurationVar(&f.workerOffline, "worker-offline-after", remote.DefaultOfflineAfter, "remote workers without a heartbeat this long are marked offline (env JOBD_WORKER_OFFLINE_AFTER)")
 	fs.DurationVar(&f.preferWindow, "prefer-window", d.PreferWindow, "how long a job's prefers hold it back from workers without them")
 	fs.DurationVar(&f.workerRetry, "worker-retry-delay", 0, "deprecated and ignored: a job a remote worker fails as retryable waits its queue's backoff (see --workers)")
 
@@ -158,10 +159,19 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		HeartbeatInterval: f.heartbeat, PollInterval: f.poll, ReaperInterval: f.reaper,
 		ProgressInterval: f.progress, Retention: f.retention, ShutdownTimeout: f.shutdownTimeout,
 		// The remote workers' long-polling claims share the engine's Listen.
-		Listen: true, WorkerOfflineAfter: f.workerOffline, PreferWindow: f.preferWindow,
+		Listen: true, PreferWindow: f.preferWindow,
 	})
 	if err != nil {
 		return usageError("%v", err)
+	}
+	sweep, err := remote.OfflineSweep(remote.SweepConfig{
+		Registry: st, OfflineAfter: f.workerOffline, Interval: f.reaper, Logger: logger,
+	})
+	if err != nil {
+		return usageError("--worker-offline-after: %v", err)
+	}
+	if err := eng.AddDuty(sweep); err != nil {
+		return err
 	}
 	builtin.Register(eng)
 	apiCfg := httpapi.Config{
@@ -200,21 +210,13 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		}
 		mux.Handle("/", handler)
 		handler = mux
-
-		gctx, stopGateway := context.WithCancel(ctx)
-		gwDone := make(chan struct{})
-		go func() {
-			defer close(gwDone)
-			_ = gw.Run(gctx) // the result TTL, until serve returns
-		}()
-		defer func() { stopGateway(); <-gwDone }()
 		names := make([]string, len(upstreams))
 		for i, u := range upstreams {
 			names[i] = u.Name
 		}
 		logger.Info("async gateway on", "upstreams", strings.Join(names, ","))
 	}
-	return serve(ctx, logger, f.listen, handler, eng)
+	return serve(ctx, env, logger, f.listen, handler, eng)
 }
 
 // gateway builds the async gateway over the store and the engine.
@@ -240,11 +242,12 @@ func (f *serveFlags) gateway(st store.Store, eng *engine.Engine, upstreams []gat
 
 // serve runs the HTTP server and the engine until ctx ends, then stops
 // both: the engine finishes or releases its jobs, the server drains.
-func serve(ctx context.Context, logger *slog.Logger, addr string, handler http.Handler, eng *engine.Engine) error {
+func serve(ctx context.Context, env *Env, logger *slog.Logger, addr string, handler http.Handler, eng *engine.Engine) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	env.signals.listening.Fire(ln.Addr().String())
 	// Requests run under baseCtx, cancelled at shutdown so that long-polls
 	// and event streams end at once instead of holding Shutdown up.
 	baseCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))

@@ -7,11 +7,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // lockedBuffer is a bytes.Buffer safe for a logger and a reader at once.
@@ -45,6 +43,7 @@ func TestServeGateway(t *testing.T) {
 	env := &Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderr, Getenv: func(k string) string {
 		return map[string]string{"JOBD_UPSTREAMS": "reports=" + upstream.URL}[k]
 	}}
+	env.signals.listening.Init()
 	ctx, cancel := context.WithCancel(context.Background())
 	exit := make(chan int, 1)
 	go func() {
@@ -57,17 +56,7 @@ func TestServeGateway(t *testing.T) {
 			t.Errorf("serve exited %d: %s", code, stderr)
 		}
 	}()
-
-	// The address is in the log (a bounded poll: the server starts apart).
-	addr := regexp.MustCompile(`"jobd serving" addr=(\S+)`)
-	var base string
-	for deadline := time.Now().Add(30 * time.Second); base == ""; time.Sleep(10 * time.Millisecond) {
-		if m := addr.FindStringSubmatch(stderr.String()); m != nil {
-			base = "http://" + m[1]
-		} else if time.Now().After(deadline) {
-			t.Fatalf("serve did not start: %s", stderr)
-		}
-	}
+	base := "http://" + env.signals.listening.Wait(t, "serve to listen")
 
 	req, _ := http.NewRequest("GET", base+"/gw/reports/june", nil)
 	req.Header.Set("X-Async", "store")
@@ -80,18 +69,28 @@ func TestServeGateway(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted || id == "" {
 		t.Fatalf("submit: %d, id %q", resp.StatusCode, id)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	// The result is pending (204) or there (200); the job's long-poll
+	// says when it is there.
+	result := func() int {
+		t.Helper()
 		resp, err := http.Get(base + "/api/v1/async/" + id)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			break
-		}
-		if resp.StatusCode != http.StatusNoContent || time.Now().After(deadline) {
+		if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNoContent {
 			t.Fatalf("GET result: %d", resp.StatusCode)
 		}
+		return resp.StatusCode
+	}
+	result()
+	resp, err = http.Get(base + "/api/v1/jobs/" + id + "?wait=30s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if code := result(); code != http.StatusOK {
+		t.Fatalf("GET result once the job is final: %d", code)
 	}
 	req, _ = http.NewRequest("PUT", base+"/_api/job/"+id, nil)
 	resp, err = http.DefaultClient.Do(req)

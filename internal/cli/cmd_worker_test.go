@@ -22,7 +22,9 @@ import (
 	"github.com/jobd/jobd/client"
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/httpapi"
-	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/pgtest/migrated"
+	"github.com/jobd/jobd/internal/storewatch"
+	"github.com/jobd/jobd/internal/testsignal"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
@@ -64,7 +66,7 @@ func eachWorkerServer(t *testing.T, fn func(t *testing.T, s *workerServer)) {
 			if d == "sqlite" {
 				st, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "jobd.db"), sqlite.Options{})
 			} else {
-				st, err = postgres.Open(ctx, pgtest.NewDatabase(t), postgres.Options{})
+				st, err = postgres.Open(ctx, migrated.NewDatabase(t), postgres.Options{})
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -73,6 +75,7 @@ func eachWorkerServer(t *testing.T, fn func(t *testing.T, s *workerServer)) {
 			if err := st.Migrate(ctx); err != nil {
 				t.Fatal(err)
 			}
+			st = storewatch.Wrap(st)
 			eng, err := engine.New(engine.Config{Store: st, Listen: true, Logger: slog.New(slog.DiscardHandler), ReaperInterval: 100 * time.Millisecond, PreferWindow: preferWindow})
 			if err != nil {
 				t.Fatal(err)
@@ -127,23 +130,63 @@ func (s *workerServer) submit(t *testing.T, req api.SubmitRequest) *api.Job {
 	return j
 }
 
-// waitFor polls the job until cond holds (bounded: there is no signal to
-// wait on from outside the server).
+// waitFor waits until cond holds of the job, checking it after each
+// write to the server's (watched) store, and returns it.
 func (s *workerServer) waitFor(t *testing.T, id uuid.UUID, what string, cond func(*job.Job) bool) *job.Job {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		j, err := s.store.JobGet(context.Background(), id)
-		if err != nil {
+	var j *job.Job
+	storewatch.Until(t, s.store, fmt.Sprintf("job %s %s", id, what), func() bool {
+		var err error
+		if j, err = s.store.JobGet(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
-		if cond(j) {
-			return j
+		return cond(j)
+	})
+	return j
+}
+
+// fifo is a named pipe a command writes a line to, to say it got to
+// that point; the write waits for the test to read.
+type fifo struct {
+	path  string
+	lines chan error
+}
+
+// startedFIFO makes a FIFO in t's temporary directory and starts reading
+// it.
+func startedFIFO(t *testing.T) *fifo {
+	t.Helper()
+	f := &fifo{path: filepath.Join(t.TempDir(), "started"), lines: make(chan error, 1)}
+	if err := syscall.Mkfifo(f.path, 0o600); err != nil {
+		t.Fatalf("mkfifo: %v", err)
+	}
+	go func() {
+		r, err := os.Open(f.path) // waits for a writer
+		if err == nil {
+			_, err = r.Read(make([]byte, 64))
+			r.Close()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s never %s; state %s attempt %d error %q", id, what, j.State, j.Attempt, j.LastError)
+		f.lines <- err
+	}()
+	t.Cleanup(func() {
+		// A reader still waiting for a writer is let go.
+		if w, err := os.OpenFile(f.path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
 		}
-		time.Sleep(20 * time.Millisecond)
+	})
+	return f
+}
+
+// wait returns once a line was written to f.
+func (f *fifo) wait(t *testing.T, what string) {
+	t.Helper()
+	select {
+	case err := <-f.lines:
+		if err != nil {
+			t.Fatalf("reading the FIFO for %s: %v", what, err)
+		}
+	case <-time.After(testsignal.Timeout):
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 
@@ -242,23 +285,19 @@ func TestWorkerKilledMidJob(t *testing.T) {
 	eachWorkerServer(t, func(t *testing.T, s *workerServer) {
 		_, _, key := s.registerKey(t, "first")
 		j := s.submit(t, api.SubmitRequest{Queue: "q", Kind: "slow", LeaseTTL: api.Duration(time.Second)})
-		marker := filepath.Join(t.TempDir(), "started")
+		// The command says it started on a FIFO: its write waits for the
+		// test to read.
+		started := startedFIFO(t)
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperJobdProcess$")
 		cmd.Env = append(os.Environ(), "JOBD_TEST_HELPER_ARGS="+strings.Join([]string{
 			"worker", "--server", s.url, "--key", key, "--queue", "q",
-			"--exec", "touch " + marker + "; sleep 3", "--heartbeat-interval", "200ms"}, "\x1f"))
+			"--exec", "echo started > " + started.path + "; sleep 3", "--heartbeat-interval", "200ms"}, "\x1f"))
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 		first := s.waitFor(t, j.ID, "claimed by the first worker", func(j *job.Job) bool { return j.State == job.StateRunning })
-		deadline := time.Now().Add(10 * time.Second)
-		for _, err := os.Stat(marker); err != nil; _, err = os.Stat(marker) {
-			if time.Now().After(deadline) {
-				t.Fatal("the command never started")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		started.wait(t, "the command to start")
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}

@@ -24,3 +24,45 @@ func TestNewDatabaseIsEmptyAndUsable(t *testing.T) {
 		t.Fatalf("new database has %d tables, want 0", n)
 	}
 }
+
+func TestTemplateCopies(t *testing.T) {
+	ctx := context.Background()
+	prepared := 0
+	tp := NewTemplate(func(ctx context.Context, url string) error {
+		prepared++
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, "CREATE TABLE t (n int); INSERT INTO t VALUES (1)")
+		return err
+	})
+	count := func(url string) int {
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var n int
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM t").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	a, b := tp.NewDatabase(t), tp.NewDatabase(t)
+	if prepared != 1 {
+		t.Fatalf("template prepared %d times, want once", prepared)
+	}
+	conn, err := pgx.Connect(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "INSERT INTO t VALUES (2)"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	if na, nb := count(a), count(b); na != 2 || nb != 1 {
+		t.Fatalf("rows: %d in the written copy, %d in the other; want 2 and 1", na, nb)
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/internal/pgtest"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -51,7 +50,7 @@ func BenchmarkClaimFinishMixed(b *testing.B) {
 // failEvery is a retryable failure.
 func benchClaimFinish(b *testing.B, batch, workers, failEvery int) {
 	ctx := context.Background()
-	s := openStore(b, pgtest.NewDatabase(b), clock.Real)
+	s := openStore(b, migratedDatabase(b), clock.Real)
 	params := make([]job.InsertParams, 0, 1000)
 	for left := b.N; left > 0; left -= len(params) {
 		params = params[:0]
@@ -137,7 +136,7 @@ func walLSN(b *testing.B, s *Store) string {
 // JobInsertMany (one transaction) per batch, and reports jobs/s.
 func BenchmarkInsertMany(b *testing.B) {
 	ctx := context.Background()
-	s := openStore(b, pgtest.NewDatabase(b), clock.Real)
+	s := openStore(b, migratedDatabase(b), clock.Real)
 	params := make([]job.InsertParams, 0, 1000)
 	b.ResetTimer()
 	start := time.Now()

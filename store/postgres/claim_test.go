@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/internal/pgtest"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -21,7 +20,7 @@ import (
 // and the loser of a race gets another key, not an error.
 func TestClaimLockKeyRace(t *testing.T) {
 	t.Parallel()
-	url := pgtest.NewDatabase(t)
+	url := migratedDatabase(t)
 	nodes := []*Store{openStore(t, url, clock.Real), openStore(t, url, clock.Real)}
 	const rounds, claimers, keys = 30, 4, 4
 	for round := range rounds {
@@ -82,7 +81,7 @@ func TestClaimLockKeyRace(t *testing.T) {
 // the job without a key, with no error.
 func TestClaimLockKeyRaceLost(t *testing.T) {
 	t.Parallel()
-	url := pgtest.NewDatabase(t)
+	url := migratedDatabase(t)
 	s := openStore(t, url, clock.Real)
 	now := s.clock.Now()
 	_, err := s.JobInsertMany(t.Context(), []job.InsertParams{

@@ -7,7 +7,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/internal/pgtest"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -20,7 +19,7 @@ import (
 // transaction is open, and delivers both, in order, once it commits.
 func TestFeedWaitsForOpenTransactions(t *testing.T) {
 	t.Parallel()
-	s := openStore(t, pgtest.NewDatabase(t), clock.Real)
+	s := openStore(t, migratedDatabase(t), clock.Real)
 	ctx := t.Context()
 	since := time.Unix(0, 0).UTC()
 	feed := func() []uuid.UUID {
@@ -69,7 +68,7 @@ func TestFeedWaitsForOpenTransactions(t *testing.T) {
 // transaction does not hold the feed back.
 func TestFeedWithoutHorizonOnFakeClock(t *testing.T) {
 	t.Parallel()
-	url := pgtest.NewDatabase(t)
+	url := migratedDatabase(t)
 	s := openStore(t, url, clock.NewFake(time.Date(2031, time.March, 4, 5, 6, 7, 0, time.UTC)))
 	ctx := t.Context()
 	tx, err := connect(t, url).Begin(ctx)

@@ -50,8 +50,9 @@ func (s *executor) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]s
 }
 
 // finishSucceeded applies a batch of successes of distinct jobs in one
-// statement, with the state and journal kind job.Finish decides for every
-// success (job.SucceededState).
+// statement, with the state job.Finish decides for every success
+// (job.SucceededState), which leaves the journal as it is: the row
+// implies the success's entry.
 func (s *executor) finishSucceeded(ctx context.Context, q querier, outcomes []store.Outcome) ([]store.FinishResult, error) {
 	ids := make([][16]byte, len(outcomes))
 	tokens := make([][16]byte, len(outcomes))
@@ -63,8 +64,7 @@ func (s *executor) finishSucceeded(ctx context.Context, q querier, outcomes []st
 			results[i] = o.Result
 		}
 	}
-	rows, err := q.Query(ctx, finishSucceededSQL, s.now(), ids, tokens, results,
-		string(job.SucceededState), string(job.SucceededEvent), owners)
+	rows, err := q.Query(ctx, finishSucceededSQL, s.now(), ids, tokens, results, string(job.SucceededState), owners)
 	if err != nil {
 		return nil, err
 	}
@@ -124,8 +124,8 @@ func lockHeld(ctx context.Context, r *rounds, query string, args ...any) ([]stor
 			return err
 		}
 		var h store.Held
-		_, err = pgx.ForEachRow(rows, []any{uuidDest(&h.ID), uuidDest(&h.Token), &h.Owner, &h.Queue, &h.Attempt,
-			&h.MaxAttempts, &h.CancelRequested, &at}, func() error {
+		_, err = pgx.ForEachRow(rows, []any{uuidDest(&h.ID), uuidDest(&h.Token), &h.Queue, &h.Attempt,
+			&h.MaxAttempts, &h.CancelRequested, &h.LeaseOwner, &h.AttemptedAt, &at}, func() error {
 			h.State = job.StateRunning // the statement's fence
 			held = append(held, h)
 			return nil
@@ -144,32 +144,36 @@ type applied struct {
 
 // setStateIfRunning applies decided transitions out of running, each
 // fenced by state running and its lease token, in one statement
-// (set_state_if_running.sql), in the last round of r. The rows were
-// locked by this transaction, so every one of them applies; one that did
-// not would be a bug, and fails the transaction.
+// (set_state_if_running.sql), in the last round of r, with the journal
+// entries and attempted_at they decided. The rows were locked by this
+// transaction, so every one of them applies; one that did not would be a
+// bug, and fails the transaction.
 func (s *executor) setStateIfRunning(ctx context.Context, r *rounds, now *time.Time, decided []store.Decided) error {
 	n := len(decided)
 	var (
-		ids, tokens             = make([][16]byte, n), make([][16]byte, n)
-		states, kinds, details  = make([]string, n), make([]string, n), make([]string, n)
-		runAts, finishedAts     = make([]*time.Time, n), make([]*time.Time, n)
-		attempts, eventAttempts = make([]int32, n), make([]int32, n)
-		results                 = make([]json.RawMessage, n)
-		lastErrors              = make([]*string, n)
+		ids, tokens                       = make([][16]byte, n), make([][16]byte, n)
+		states                            = make([]string, n)
+		runAts, finishedAts, attemptedAts = make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
+		attempts                          = make([]int32, n)
+		results, entries                  = make([]json.RawMessage, n), make([]json.RawMessage, n)
+		lastErrors                        = make([]*string, n)
 	)
 	for i, d := range decided {
 		ids[i], tokens[i] = d.ID, d.Token
 		states[i], runAts[i], attempts[i] = string(d.State), timePtr(d.RunAt), int32(d.Attempt)
-		finishedAts[i], lastErrors[i] = d.FinishedAt, d.LastError
+		finishedAts[i], lastErrors[i], attemptedAts[i] = d.FinishedAt, d.LastError, d.AttemptedAt
 		if len(d.Result) > 0 {
 			results[i] = d.Result
 		}
-		kinds[i], eventAttempts[i], details[i] = string(d.Event.Kind), int32(d.Event.Attempt), d.Event.Detail
+		var err error
+		if entries[i], err = job.MarshalJournal(d.Events); err != nil {
+			return fmt.Errorf("job %s: %w", d.ID, err)
+		}
 	}
 	queue := func(b *pgx.Batch) {
 		if n > 0 {
 			b.Queue(setStateIfRunningSQL, now, ids, tokens, states, runAts, attempts,
-				finishedAts, results, lastErrors, kinds, eventAttempts, details)
+				finishedAts, results, lastErrors, entries, attemptedAts)
 		}
 	}
 	return r.round(ctx, true, queue, func(br pgx.BatchResults) error {

@@ -99,19 +99,24 @@ func lockJob(ctx context.Context, r *rounds, now *time.Time, id uuid.UUID) (*job
 }
 
 // setState applies an operator's transition t of cur, whose row this
-// transaction locked, fenced by the state and lease token cur has, in the
-// last round of r, and returns the job as it now is.
+// transaction locked, fenced by the state and lease token cur has, with
+// the journal entries and attempted_at it decided, in the last round of
+// r, and returns the job as it now is.
 func setState(ctx context.Context, r *rounds, now *time.Time, cur *job.Job, t job.Transition) (*job.Job, error) {
 	var token *[16]byte
 	if cur.LeaseToken != uuid.Nil {
 		b := pgUUID(cur.LeaseToken)
 		token = &b
 	}
+	entries, err := job.MarshalJournal(t.Events)
+	if err != nil {
+		return nil, fmt.Errorf("job %s: %w", cur.ID, err)
+	}
 	var j *job.Job
-	err := r.round(ctx, true, func(b *pgx.Batch) {
+	err = r.round(ctx, true, func(b *pgx.Batch) {
 		b.Queue(jobSetStateSQL, now, pgUUID(cur.ID), string(t.From), token,
 			string(t.State), timePtr(t.RunAt), int32(t.Attempt), t.CancelRequested, t.FinishedAt,
-			string(t.Event.Kind), int32(t.Event.Attempt), t.RequestsCancel())
+			entries, t.AttemptedAt, t.RequestsCancel())
 	}, func(br pgx.BatchResults) error {
 		var err error
 		j, err = scanJob(br.QueryRow())

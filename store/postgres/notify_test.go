@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/internal/pgtest"
 )
 
 // TestListenReconnects kills Listen's connection from the server side and
@@ -20,7 +19,7 @@ func TestListenReconnects(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			url := pgtest.NewDatabase(t)
+			url := migratedDatabase(t)
 			s := openStore(t, url, c)
 			wakes := listenUntilReady(t, s)
 			conn := connect(t, url)

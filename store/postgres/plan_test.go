@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/internal/pgtest"
 )
 
 // TestPlansAreStable checks, with EXPLAIN, that the hot statements keep
@@ -31,7 +30,7 @@ import (
 // primary key and nothing else.
 func TestPlansAreStable(t *testing.T) {
 	t.Parallel()
-	url := pgtest.NewDatabase(t)
+	url := migratedDatabase(t)
 	openStore(t, url, clock.Real) // migrates
 	// A connection set up as the store's are.
 	cfg, err := poolConfig(url, Options{})
@@ -106,10 +105,11 @@ const (
 func checkPlans(t *testing.T, conn *pgx.Conn, table string, holdsRows bool) {
 	t.Helper()
 	const batch = 1000
-	ids, tokens, nulls, strs := make([]string, batch), make([]string, batch), make([]string, batch), make([]string, batch)
-	states, zeros := make([]string, batch), make([]string, batch)
+	ids, tokens, nulls, entries := make([]string, batch), make([]string, batch), make([]string, batch), make([]string, batch)
+	states, zeros, owners := make([]string, batch), make([]string, batch), make([]string, batch)
 	for i := range ids {
-		ids[i], tokens[i], nulls[i], strs[i] = uuid.NewString(), uuid.NewString(), "NULL", `""`
+		ids[i], tokens[i], nulls[i], owners[i] = uuid.NewString(), uuid.NewString(), "NULL", `""`
+		entries[i] = `"[{\"kind\":\"failed\",\"at\":1,\"attempt\":1}]"`
 		states[i], zeros[i] = "failed", "0"
 	}
 	arr := func(elems []string) string { return "'{" + strings.Join(elems, ",") + "}'" }
@@ -131,16 +131,17 @@ func checkPlans(t *testing.T, conn *pgx.Conn, table string, holdsRows bool) {
 			"jobd_jobs_claim", scansOf, false, true},
 		{"claim_after", claimAfterSQL, []string{"NULL", "'q1'", fmt.Sprint(batch), "'me'", "'{}'", "NULL", "'0s'",
 			"100", "now()", "'00000000-0000-0000-0000-000000000000'"}, "jobd_jobs_claim", scansOf, false, true},
-		{"finish_succeeded", finishSucceededSQL, []string{"NULL", arr(ids), arr(tokens), arr(nulls), "'succeeded'", "'succeeded'", arr(strs)},
+		{"finish_succeeded", finishSucceededSQL, []string{"NULL", arr(ids), arr(tokens), arr(nulls), "'succeeded'", arr(owners)},
 			"jobd_jobs_pkey", lookupBy, false, false},
 		{"lock_held", lockHeldSQL, []string{"NULL", arr(ids), arr(tokens)}, "jobd_jobs_pkey", lookupBy, false, false},
 		{"set_state_if_running", setStateIfRunningSQL, []string{"NULL", arr(ids), arr(tokens), arr(states), arr(nulls),
-			arr(zeros), arr(nulls), arr(nulls), arr(nulls), arr(states), arr(zeros), arr(strs)}, "jobd_jobs_pkey", lookupBy, false, false},
+			arr(zeros), arr(nulls), arr(nulls), arr(nulls), arr(entries), arr(nulls)}, "jobd_jobs_pkey", lookupBy, false, false},
 		{"lock_expired", lockExpiredSQL, []string{"NULL", fmt.Sprint(batch)}, "jobd_jobs_lease", lookupBy, true, false},
 		{"job_lock", jobLockSQL, []string{"NULL", id}, "jobd_jobs_pkey", lookupBy, false, false},
 		{"job_set_state", jobSetStateSQL, []string{"NULL", id, "'queued'", "NULL", "'canceled'", "NULL", "0", "false",
-			"now()", "'canceled'", "0", "false"}, "jobd_jobs_pkey", lookupBy, false, false},
-		{"heartbeat", heartbeatSQL, []string{"NULL", arr(ids), arr(tokens), arr(strs)}, "jobd_jobs_pkey", lookupBy, false, false},
+			"now()", `'[{"kind":"canceled","at":1,"attempt":0}]'`, "NULL", "false"}, "jobd_jobs_pkey", lookupBy, false, false},
+		{"job_events", jobEventsSQL, []string{id}, "jobd_jobs_pkey", lookupBy, false, false},
+		{"heartbeat", heartbeatSQL, []string{"NULL", arr(ids), arr(tokens), arr(owners)}, "jobd_jobs_pkey", lookupBy, false, false},
 	}
 	for _, st := range statements {
 		if _, err := conn.Exec(t.Context(), "PREPARE "+st.name+" AS "+st.sql); err != nil {

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/internal/pgtest"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -13,7 +12,7 @@ import (
 // running job stays, and so does the other queue.
 func TestPurgeInBatches(t *testing.T) {
 	t.Parallel()
-	s := openStore(t, pgtest.NewDatabase(t), clock.Real)
+	s := openStore(t, migratedDatabase(t), clock.Real)
 	ctx := t.Context()
 	params := make([]job.InsertParams, 6)
 	for i := range params {
@@ -37,11 +36,7 @@ func TestPurgeInBatches(t *testing.T) {
 	if len(res.Jobs) != 2 {
 		t.Fatalf("%d jobs left, want the running one and the other queue's", len(res.Jobs))
 	}
-	var events int
-	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM jobd_job_events").Scan(&events); err != nil {
-		t.Fatal(err)
-	}
-	if events != 3 { // queued + claimed of the running job, queued of the other
+	if events := journalEntries(t, s); events != 3 { // queued + claimed of the running job, queued of the other
 		t.Fatalf("%d events left, want 3", events)
 	}
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -111,21 +112,26 @@ func (s *executor) feedHorizon(ctx context.Context) (*time.Time, error) {
 	return &h, nil
 }
 
-// JobEvents returns a job's journal, oldest first.
+// JobEvents returns a job's journal, oldest first, rendered from its row
+// (job.Journal); an unknown job has none.
 func (s *executor) JobEvents(ctx context.Context, id uuid.UUID) ([]job.Event, error) {
-	rows, err := s.db.Query(ctx, jobEventsSQL, pgUUID(id))
+	var (
+		j       job.Job
+		state   string
+		journal []byte
+	)
+	err := s.db.QueryRow(ctx, jobEventsSQL, pgUUID(id)).Scan(uuidDest(&j.ID), &state, &j.Attempt, &j.LeaseOwner,
+		&j.CreatedAt, &j.AttemptedAt, &j.FinishedAt, &journal)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, errorf("postgres: events of job %s: %w", id, err)
 	}
-	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (job.Event, error) {
-		var e job.Event
-		var kind string
-		err := row.Scan(&e.ID, uuidDest(&e.JobID), &e.At, &kind, &e.Attempt, &e.Detail)
-		e.Kind = job.EventKind(kind)
-		return e, err
-	})
+	j.State = job.State(state)
+	stored, err := job.ParseJournal(journal)
 	if err != nil {
 		return nil, errorf("postgres: events of job %s: %w", id, err)
 	}
-	return events, nil
+	return job.Journal(&j, stored), nil
 }

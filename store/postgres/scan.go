@@ -18,7 +18,9 @@ import (
 //	lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
 //	idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
 //	last_error, created_at, started_at, finished_at, updated_at,
-//	requires, prefers
+//	requires, prefers, attempted_at
+//
+// The journal column is not among them: only JobEvents reads it.
 type jobRow struct {
 	j                                                    job.Job
 	state                                                string
@@ -36,7 +38,7 @@ func (r *jobRow) dest() []any {
 		&r.leaseToken, &r.leaseOwner, &j.LeaseExpiresAt, &j.HeartbeatAt, &r.lockKey, &r.partitionKey,
 		&r.idemKey, &r.argsHash, &j.CancelRequested, &r.progress, &r.checkpoint, &r.result,
 		&r.lastError, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.UpdatedAt,
-		&j.Requires, &j.Prefers,
+		&j.Requires, &j.Prefers, &j.AttemptedAt,
 	}
 }
 

@@ -8,8 +8,9 @@ import (
 //go:embed sql/table_sizes.sql
 var tableSizesSQL string
 
-// TableSizes reports the on-disk size, in bytes, of jobd's hot tables and
-// of their indexes, so that a long run can show whether vacuum keeps up.
+// TableSizes reports the on-disk size, in bytes, of jobd's hot table (the
+// jobs, their journals included) and of its indexes, so that a long run
+// can show whether vacuum keeps up.
 func (s *Store) TableSizes(ctx context.Context) (map[string]int64, error) {
 	rows, err := s.pool.Query(ctx, tableSizesSQL)
 	if err != nil {

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -90,28 +89,29 @@ func (s *executor) JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error)
 }
 
 // setState applies an operator's transition t of cur, read in this write
-// transaction, fenced by the state and lease token cur has, journals it
-// and returns the job as it now is.
+// transaction, fenced by the state and lease token cur has, with the
+// journal entries and attempted_at it decided, and returns the job as it
+// now is.
 func setState(ctx context.Context, tx *jobWrite, cur *job.Job, t job.Transition) (*job.Job, error) {
-	var runAt, finishedAt, token any
-	if !t.RunAt.IsZero() {
-		runAt = t.RunAt.UnixMicro()
-	}
-	if t.FinishedAt != nil {
-		finishedAt = t.FinishedAt.UnixMicro()
-	}
+	var token any
 	if cur.LeaseToken != uuid.Nil {
 		token = cur.LeaseToken.String()
+	}
+	entries, err := job.MarshalJournal(t.Events)
+	if err != nil {
+		return nil, fmt.Errorf("job %s: %w", cur.ID, err)
 	}
 	j, err := scanJob(tx.QueryRowContext(ctx, jobSetStateSQL,
 		sql.Named("id", cur.ID.String()),
 		sql.Named("from", string(t.From)),
 		sql.Named("token", token),
 		sql.Named("state", string(t.State)),
-		sql.Named("run_at", runAt),
+		sql.Named("run_at", microOf(t.RunAt)),
 		sql.Named("attempt", t.Attempt),
 		sql.Named("cancel_requested", t.CancelRequested),
-		sql.Named("finished_at", finishedAt),
+		sql.Named("finished_at", nullMicroOf(t.FinishedAt)),
+		sql.Named("attempted_at", nullMicroOf(t.AttemptedAt)),
+		sql.Named("entries", nullJSON(entries)),
 		sql.Named("stamp", tx.stamp),
 	))
 	if errors.Is(err, job.ErrNotFound) {
@@ -122,9 +122,7 @@ func setState(ctx context.Context, tx *jobWrite, cur *job.Job, t job.Transition)
 	if err != nil {
 		return nil, err
 	}
-	journal := newJournal(tx.now)
-	journal.add(j.ID, t.Event.Kind, t.Event.Attempt, t.Event.Detail)
-	return j, journal.flush(ctx, tx.Tx)
+	return j, nil
 }
 
 // JobRescue returns up to limit running jobs whose lease expired (at or
@@ -149,12 +147,11 @@ func (s *executor) JobRescue(ctx context.Context, limit int) (int, error) {
 		if err != nil {
 			return err
 		}
-		journal := newJournal(tx.now)
-		if err := setStateIfRunning(ctx, tx, journal, wake, decided); err != nil {
+		if err := setStateIfRunning(ctx, tx, wake, decided); err != nil {
 			return err
 		}
 		n = len(decided)
-		return journal.flush(ctx, tx.Tx)
+		return nil
 	})
 	if err != nil {
 		return 0, errorf("sqlite: rescue: %w", err)
@@ -164,7 +161,7 @@ func (s *executor) JobRescue(ctx context.Context, limit int) (int, error) {
 }
 
 // JobPrune deletes up to limit finished jobs whose finished_at is before
-// before, oldest first, and their events.
+// before, oldest first, with their journals.
 func (s *executor) JobPrune(ctx context.Context, before time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
@@ -184,32 +181,13 @@ func (s *executor) JobPrune(ctx context.Context, before time.Time, limit int) (i
 	return n, nil
 }
 
-// deleteJobs runs query, a DELETE of jobs that returns their ids, and
-// deletes their events; it returns how many jobs it deleted.
+// deleteJobs runs query, a DELETE of jobs (their journals are in their
+// rows), and returns how many jobs it deleted.
 func deleteJobs(ctx context.Context, tx *sql.Tx, query string, args ...any) (int, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
+	res, err := tx.ExecContext(ctx, query, args...)
 	if err != nil {
 		return 0, err
 	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return 0, err
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil || len(ids) == 0 {
-		return 0, err
-	}
-	rows.Close() // before the next statement on this connection
-	list, err := json.Marshal(ids)
-	if err != nil {
-		return 0, err
-	}
-	if _, err := tx.ExecContext(ctx, pruneEventsSQL, sql.Named("ids", string(list))); err != nil {
-		return 0, err
-	}
-	return len(ids), nil
+	n, err := res.RowsAffected()
+	return int(n), err
 }

@@ -17,7 +17,8 @@ import (
 // running, best first, each under a fresh lease token, in one write
 // transaction. SQLite has one writer at a time, so two claimers can never
 // take the same job; the lock index makes a second running job of one
-// lock_key impossible even so.
+// lock_key impossible even so. The claim writes no journal entry: its
+// attempted_at implies it (job.Journal).
 func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*job.Job, error) {
 	if params.Max <= 0 {
 		return nil, nil
@@ -63,11 +64,7 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 		}
 		// RETURNING has no order: give the batch back best first.
 		sort.Slice(jobs, func(a, b int) bool { return rank[jobs[a].ID] < rank[jobs[b].ID] })
-		journal := newJournal(tx.now)
-		for _, j := range jobs {
-			journal.add(j.ID, job.EventClaimed, j.Attempt, params.Owner)
-		}
-		return journal.flush(ctx, tx.Tx)
+		return nil
 	})
 	if err != nil {
 		return nil, errorf("sqlite: claim from %q: %w", params.Queue, err)

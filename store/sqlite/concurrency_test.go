@@ -103,11 +103,7 @@ func TestConcurrentClaimers(t *testing.T) {
 	if res.Total != total {
 		t.Fatalf("%d jobs succeeded, want %d", res.Total, total)
 	}
-	var events int
-	if err := stores[1].r.QueryRowContext(t.Context(), "SELECT count(*) FROM jobd_job_events").Scan(&events); err != nil {
-		t.Fatal(err)
-	}
-	if events != 3*total {
+	if events := journalEntries(t, stores[1]); events != 3*total {
 		t.Fatalf("%d events, want %d (queued, claimed, succeeded per job)", events, 3*total)
 	}
 }

@@ -18,8 +18,8 @@ import (
 // and writes nothing. A batch of successes of distinct jobs, the hot
 // path, is one statement that reads nothing first; any other batch reads
 // the facts of the jobs still held, decides in Go (store.DecideFinish:
-// of two outcomes for one lease the first wins) and applies the decisions
-// in one statement.
+// of two outcomes for one lease the first wins) and applies the decisions,
+// with the journal entries they decided, in one statement.
 func (s *executor) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]store.FinishResult, error) {
 	if len(outcomes) == 0 {
 		return nil, nil
@@ -33,17 +33,13 @@ func (s *executor) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]s
 	)
 	err := s.jobsTx(ctx, func(tx *jobWrite) error {
 		wake = newWakeups(tx.now)
-		journal := newJournal(tx.now)
 		var err error
 		if store.SucceededOnce(outcomes) {
-			results, err = finishSucceeded(ctx, tx, journal, outcomes)
+			results, err = finishSucceeded(ctx, tx, outcomes)
 		} else {
-			results, err = finish(ctx, tx, journal, wake, outcomes)
+			results, err = finish(ctx, tx, wake, outcomes)
 		}
-		if err != nil {
-			return err
-		}
-		return journal.flush(ctx, tx.Tx)
+		return err
 	})
 	if err != nil {
 		return nil, errorf("sqlite: finish jobs: %w", err)
@@ -53,9 +49,10 @@ func (s *executor) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]s
 }
 
 // finishSucceeded applies a batch of successes of distinct jobs in one
-// statement, with the state and journal kind job.Finish decides for every
-// success (job.SucceededState), and journals them in the outcomes' order.
-func finishSucceeded(ctx context.Context, tx *jobWrite, journal *journal, outcomes []store.Outcome) ([]store.FinishResult, error) {
+// statement, with the state job.Finish decides for every success
+// (job.SucceededState), which leaves the journal as it is: the row
+// implies the success's entry.
+func finishSucceeded(ctx context.Context, tx *jobWrite, outcomes []store.Outcome) ([]store.FinishResult, error) {
 	type success struct {
 		ID     string  `json:"id"`
 		Token  string  `json:"token"`
@@ -84,13 +81,9 @@ func finishSucceeded(ctx context.Context, tx *jobWrite, journal *journal, outcom
 		return nil, fmt.Errorf("finish successes: %w", err)
 	}
 	defer rows.Close()
-	attempts := make([]int, len(outcomes))
 	for rows.Next() {
-		var (
-			id      string
-			attempt int
-		)
-		if err := rows.Scan(&id, &attempt); err != nil {
+		var id string
+		if err := rows.Scan(&id); err != nil {
 			return nil, fmt.Errorf("finish successes: %w", err)
 		}
 		i, ok := index[id]
@@ -98,22 +91,16 @@ func finishSucceeded(ctx context.Context, tx *jobWrite, journal *journal, outcom
 			return nil, fmt.Errorf("finish successes: job %s was not in the batch", id)
 		}
 		results[i] = store.FinishResult{State: job.SucceededState}
-		attempts[i] = attempt
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("finish successes: %w", err)
-	}
-	for i, o := range outcomes {
-		if !results[i].Lost {
-			journal.add(o.ID, job.SucceededEvent, attempts[i], "")
-		}
 	}
 	return results, nil
 }
 
 // finish is the general path of JobFinish: read the facts of the jobs
 // still held, decide, apply.
-func finish(ctx context.Context, tx *jobWrite, journal *journal, wake *wakeups, outcomes []store.Outcome) ([]store.FinishResult, error) {
+func finish(ctx context.Context, tx *jobWrite, wake *wakeups, outcomes []store.Outcome) ([]store.FinishResult, error) {
 	type lease struct {
 		ID    string `json:"id"`
 		Token string `json:"token"`
@@ -134,7 +121,7 @@ func finish(ctx context.Context, tx *jobWrite, journal *journal, wake *wakeups, 
 	if err != nil {
 		return nil, err
 	}
-	return results, setStateIfRunning(ctx, tx, journal, wake, decided)
+	return results, setStateIfRunning(ctx, tx, wake, decided)
 }
 
 // lockHeld runs query, lock_held.sql or lock_expired.sql, which reads the
@@ -148,12 +135,15 @@ func lockHeld(ctx context.Context, tx *jobWrite, query string, args ...any) ([]s
 	var held []store.Held
 	for rows.Next() {
 		var (
-			id, token string
-			h         = store.Held{Facts: job.Facts{State: job.StateRunning}} // the statement's fence
+			id, token   string
+			attemptedAt sql.NullInt64
+			h           = store.Held{Facts: job.Facts{State: job.StateRunning}} // the statement's fence
 		)
-		if err := rows.Scan(&id, &token, &h.Owner, &h.Queue, &h.Attempt, &h.MaxAttempts, &h.CancelRequested); err != nil {
+		if err := rows.Scan(&id, &token, &h.Queue, &h.Attempt, &h.MaxAttempts, &h.CancelRequested,
+			&h.LeaseOwner, &attemptedAt); err != nil {
 			return nil, err
 		}
+		h.AttemptedAt = fromNullMicro(attemptedAt)
 		if h.ID, err = uuid.Parse(id); err != nil {
 			return nil, fmt.Errorf("job id %q: %w", id, err)
 		}
@@ -166,39 +156,38 @@ func lockHeld(ctx context.Context, tx *jobWrite, query string, args ...any) ([]s
 }
 
 // setStateIfRunning applies decided transitions out of running, each
-// fenced by state running and its lease token, in one statement
-// (set_state_if_running.sql), journals them and notes the wake-ups they
-// call for. The transaction holds the write lock since it read the facts,
-// so every one applies; one that did not would be a bug, and fails the
-// transaction.
-func setStateIfRunning(ctx context.Context, tx *jobWrite, journal *journal, wake *wakeups, decided []store.Decided) error {
+// fenced by state running and its lease token, with the journal entries
+// and attempted_at they decided, in one statement
+// (set_state_if_running.sql), and notes the wake-ups they call for. The
+// transaction holds the write lock since it read the facts, so every one
+// applies; one that did not would be a bug, and fails the transaction.
+func setStateIfRunning(ctx context.Context, tx *jobWrite, wake *wakeups, decided []store.Decided) error {
 	if len(decided) == 0 {
 		return nil
 	}
 	type change struct {
-		ID         string  `json:"id"`
-		Token      string  `json:"token"`
-		State      string  `json:"state"`
-		RunAt      *int64  `json:"run_at,omitempty"`
-		Attempt    int     `json:"attempt"`
-		FinishedAt *int64  `json:"finished_at,omitempty"`
-		Result     *string `json:"result,omitempty"`
-		LastError  *string `json:"last_error,omitempty"`
+		ID          string          `json:"id"`
+		Token       string          `json:"token"`
+		State       string          `json:"state"`
+		RunAt       *int64          `json:"run_at,omitempty"`
+		Attempt     int             `json:"attempt"`
+		FinishedAt  *int64          `json:"finished_at,omitempty"`
+		Result      *string         `json:"result,omitempty"`
+		LastError   *string         `json:"last_error,omitempty"`
+		AttemptedAt *int64          `json:"attempted_at,omitempty"`
+		Entries     json.RawMessage `json:"entries,omitempty"`
 	}
 	batch := make([]change, len(decided))
 	for i, d := range decided {
-		c := change{ID: d.ID.String(), Token: d.Token.String(), State: string(d.State), Attempt: d.Attempt, LastError: d.LastError}
-		if !d.RunAt.IsZero() {
-			at := d.RunAt.UnixMicro()
-			c.RunAt = &at
-		}
-		if d.FinishedAt != nil {
-			at := d.FinishedAt.UnixMicro()
-			c.FinishedAt = &at
-		}
+		c := change{ID: d.ID.String(), Token: d.Token.String(), State: string(d.State), Attempt: d.Attempt, LastError: d.LastError,
+			RunAt: microOf(d.RunAt), FinishedAt: nullMicroOf(d.FinishedAt), AttemptedAt: nullMicroOf(d.AttemptedAt)}
 		if len(d.Result) > 0 {
 			r := string(d.Result)
 			c.Result = &r
+		}
+		var err error
+		if c.Entries, err = job.MarshalJournal(d.Events); err != nil {
+			return fmt.Errorf("job %s: %w", d.ID, err)
 		}
 		batch[i] = c
 	}
@@ -214,7 +203,6 @@ func setStateIfRunning(ctx context.Context, tx *jobWrite, journal *journal, wake
 		return fmt.Errorf("apply: %d of %d held jobs changed (%v)", n, len(decided), err)
 	}
 	for _, d := range decided {
-		journal.add(d.ID, d.Event.Kind, d.Event.Attempt, d.Event.Detail)
 		if d.State == job.StateQueued {
 			wake.add(d.Queue, d.RunAt.UnixMicro())
 		}

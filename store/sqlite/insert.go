@@ -52,7 +52,6 @@ func (s *executor) JobInsertMany(ctx context.Context, params []job.InsertParams)
 			return err
 		}
 		defer ins.Close()
-		journal := newJournal(tx.now)
 
 		for i, r := range rows {
 			runAt := tx.now
@@ -90,11 +89,10 @@ func (s *executor) JobInsertMany(ctx context.Context, params []job.InsertParams)
 			if err != nil {
 				return fmt.Errorf("insert job: %w", err)
 			}
-			journal.add(j.ID, job.EventQueued, j.Attempt, "")
 			wake.add(j.Queue, runAt)
 			results[i] = store.InsertResult{Job: j, Created: true}
 		}
-		return journal.flush(ctx, tx.Tx)
+		return nil
 	})
 	if err != nil {
 		return nil, errorf("sqlite: insert jobs: %w", err)

@@ -51,11 +51,21 @@ func migrations() ([]migration, error) {
 // and safe from several processes at once: a transaction takes SQLite's
 // write lock first, then checks whether its version is already there.
 func (s *Store) Migrate(ctx context.Context) error {
+	return s.migrateTo(ctx, 0)
+}
+
+// migrateTo applies the migrations not yet applied up to version (0: all
+// of them), as Migrate does. Tests create a schema of the past with it,
+// to migrate its data.
+func (s *Store) migrateTo(ctx context.Context, version int) error {
 	ms, err := migrations()
 	if err != nil {
 		return errorf("sqlite: migrate: %w", err)
 	}
 	for _, m := range ms {
+		if version > 0 && m.version > version {
+			break
+		}
 		var applied bool
 		err := s.writeTx(ctx, func(tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, migrationsCreateSQL); err != nil {

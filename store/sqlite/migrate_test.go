@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -60,8 +61,10 @@ func TestMigrateIdempotent(t *testing.T) {
 	}
 }
 
-// TestJobColumns holds scanJob's column order to the migrated table, which
-// "SELECT *" and "RETURNING *" follow.
+// TestJobColumns holds scanJob's columns (jobColumns) to the migrated
+// table, which has them in that order and then the journal, which only
+// JobEvents reads, and to every statement that returns whole jobs, which
+// lists them.
 func TestJobColumns(t *testing.T) {
 	s := openTemp(t, nil)
 	rows, err := s.r.QueryContext(t.Context(), "SELECT name FROM pragma_table_info('jobd_jobs') ORDER BY cid")
@@ -77,8 +80,18 @@ func TestJobColumns(t *testing.T) {
 		}
 		cols = append(cols, c)
 	}
-	if !slices.Equal(cols, jobColumns) {
-		t.Fatalf("jobd_jobs columns\n%v\nscanJob reads\n%v", cols, jobColumns)
+	if want := append(slices.Clone(jobColumns), "journal"); !slices.Equal(cols, want) {
+		t.Fatalf("jobd_jobs columns\n%v\nwant what scanJob reads, then the journal\n%v", cols, want)
+	}
+	list := strings.Join(jobColumns, ", ")
+	for name, query := range map[string]string{
+		"job_get": jobGetSQL, "job_active_twin": jobActiveTwinSQL, "job_by_idempotency_key": jobByIdempotencyKeySQL,
+		"job_list_feed": jobListFeedSQL, "job_list_newest": jobListNewestSQL, "job_list_oldest": jobListOldestSQL,
+		"job_insert": jobInsertSQL, "claim_jobs": claimJobsSQL, "job_set_state": jobSetStateSQL,
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(query), " "), list) {
+			t.Errorf("%s.sql does not return the columns scanJob reads, in its order:\n%s", name, list)
+		}
 	}
 }
 

@@ -34,11 +34,7 @@ func TestPurgeInBatches(t *testing.T) {
 	if len(res.Jobs) != 2 {
 		t.Fatalf("%d jobs left, want the running one and the other queue's", len(res.Jobs))
 	}
-	var events int
-	if err := s.r.QueryRowContext(ctx, "SELECT count(*) FROM jobd_job_events").Scan(&events); err != nil {
-		t.Fatal(err)
-	}
-	if events != 3 { // queued + claimed of the running job, queued of the other
+	if events := journalEntries(t, s); events != 3 { // queued + claimed of the running job, queued of the other
 		t.Fatalf("%d events left, want 3", events)
 	}
 }

@@ -11,9 +11,6 @@ var claimCandidatesSQL string
 //go:embed sql/claim_jobs.sql
 var claimJobsSQL string
 
-//go:embed sql/events_insert.sql
-var eventsInsertSQL string
-
 //go:embed sql/finish_succeeded_batch.sql
 var finishSucceededBatchSQL string
 
@@ -100,9 +97,6 @@ var migrationRecordSQL string
 
 //go:embed sql/migrations_create.sql
 var migrationsCreateSQL string
-
-//go:embed sql/prune_events.sql
-var pruneEventsSQL string
 
 //go:embed sql/prune_jobs.sql
 var pruneJobsSQL string

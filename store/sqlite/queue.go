@@ -100,8 +100,8 @@ func (s *executor) QueueSetPaused(ctx context.Context, queue string, paused bool
 // queues go on between batches.
 const purgeBatch = 1000
 
-// QueuePurge deletes every job of queue that is not running, and their
-// events, a batch per write transaction; it returns how many jobs it
+// QueuePurge deletes every job of queue that is not running, with their
+// journals, a batch per write transaction; it returns how many jobs it
 // deleted. Running jobs are left to their holders.
 func (s *executor) QueuePurge(ctx context.Context, queue string) (int64, error) {
 	n, err := s.purge(ctx, queue, purgeBatch)

@@ -12,9 +12,10 @@ import (
 	"github.com/jobd/jobd/job"
 )
 
-// jobColumns are jobd_jobs' columns in table order, the order in which
-// the queries' "SELECT *" and "RETURNING *" give them and scanJob reads
-// them. A test holds it to the migrated table.
+// jobColumns are the columns scanJob reads, in order: jobd_jobs' columns
+// in table order, but for the journal, which only JobEvents reads. Every
+// statement that returns whole jobs lists them; a test holds them to the
+// migrated table and to those statements.
 var jobColumns = []string{
 	"id", "queue", "kind", "args", "state", "priority", "run_at",
 	"attempt", "max_attempts", "lease_ttl_us",
@@ -23,6 +24,7 @@ var jobColumns = []string{
 	"cancel_requested", "progress", "checkpoint", "result", "last_error",
 	"created_at", "started_at", "finished_at", "updated_at",
 	"requires", "prefers", // 002_workers
+	"attempted_at", // 004_journal
 }
 
 // scanner is *sql.Row or *sql.Rows.
@@ -41,7 +43,7 @@ func scanJob(sc scanner) (*job.Job, error) {
 		token, owner, lockKey, partKey, idem   sql.NullString
 		argsHash, progress, checkpoint, result sql.NullString
 		lastError, requires, prefers           sql.NullString
-		expiresAt, heartbeatAt                 sql.NullInt64
+		expiresAt, heartbeatAt, attemptedAt    sql.NullInt64
 		startedAt, finishedAt                  sql.NullInt64
 		cancelRequested                        int64
 	)
@@ -52,7 +54,7 @@ func scanJob(sc scanner) (*job.Job, error) {
 		&lockKey, &partKey, &idem, &argsHash,
 		&cancelRequested, &progress, &checkpoint, &result, &lastError,
 		&createdAt, &startedAt, &finishedAt, &updatedAt,
-		&requires, &prefers,
+		&requires, &prefers, &attemptedAt,
 	)
 	if err != nil {
 		return nil, notFound(err)
@@ -89,6 +91,7 @@ func scanJob(sc scanner) (*job.Job, error) {
 	j.StartedAt = fromNullMicro(startedAt)
 	j.FinishedAt = fromNullMicro(finishedAt)
 	j.UpdatedAt = fromMicro(updatedAt)
+	j.AttemptedAt = fromNullMicro(attemptedAt)
 	if j.Requires, err = scanList(requires); err != nil {
 		return nil, fmt.Errorf("job %s: requires: %w", id, err)
 	}
@@ -145,6 +148,23 @@ func notFound(err error) error {
 }
 
 func fromMicro(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+// microOf is t in unix microseconds, nil for the zero time.
+func microOf(t time.Time) *int64 {
+	if t.IsZero() {
+		return nil
+	}
+	us := t.UnixMicro()
+	return &us
+}
+
+// nullMicroOf is *t in unix microseconds, nil for nil.
+func nullMicroOf(t *time.Time) *int64 {
+	if t == nil {
+		return nil
+	}
+	return microOf(*t)
+}
 
 func fromNullMicro(v sql.NullInt64) *time.Time {
 	if !v.Valid {

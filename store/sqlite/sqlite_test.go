@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/storetest"
@@ -29,6 +31,36 @@ func openAt(t testing.TB, path string, c clock.Clock) *Store {
 		t.Fatalf("Migrate: %v", err)
 	}
 	return s
+}
+
+// journalEntries counts the journal entries of every job in the
+// database (what a count of the journal table's rows once was).
+func journalEntries(t testing.TB, s *Store) int {
+	t.Helper()
+	rows, err := s.r.QueryContext(t.Context(), "SELECT id FROM jobd_jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, id := range ids {
+		evs, err := s.JobEvents(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(evs)
+	}
+	return n
 }
 
 // openTemp opens a migrated Store on a new file of its own.

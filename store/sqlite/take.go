@@ -11,7 +11,7 @@ import (
 	"github.com/jobd/jobd/job"
 )
 
-// JobTake deletes a finished job with its events and returns it as it
+// JobTake deletes a finished job with its journal and returns it as it
 // was; job.ErrWrongState (and nothing deleted) when the job is queued or
 // running, job.ErrNotFound when there is none.
 func (s *executor) JobTake(ctx context.Context, id uuid.UUID) (*job.Job, error) {

@@ -15,6 +15,7 @@ var rescueTests = []test{
 	{"Unexpired", testRescueUnexpired},
 	{"Limit", testRescueLimit},
 	{"Boundary", testRescueBoundary},
+	{"Concurrent", testRescueConcurrent},
 }
 
 func testRescueExpired(t *testing.T, e *env) {

@@ -1,7 +1,10 @@
--- Claims up to $3 available jobs of queue $2 for owner $4 (journaled as
--- the claim's detail); $1 now (NULL: the database's now()); $5 the
--- claimer's capabilities, $6 its worker id (NULL for a node), $7 the
--- prefer window.
+-- Claims up to $3 available jobs of queue $2 for owner $4; $1 now (NULL:
+-- the database's now()); $5 the claimer's capabilities, $6 its worker id
+-- (NULL for a node), $7 the prefer window.
+--
+-- The claim writes no journal entry: attempted_at (with lease_owner, the
+-- entry's detail, and the attempt) implies its "claimed" entry until a
+-- later transition stores it (see job.Journal).
 --
 -- The plan must not depend on the table's statistics (the statement is
 -- prepared once per connection and may run on a generic plan made when the
@@ -62,19 +65,21 @@ claimed AS (
         lease_expires_at = coalesce($1::timestamptz, now()) + j.lease_ttl,
         heartbeat_at = coalesce($1::timestamptz, now()),
         started_at = coalesce(j.started_at, $1::timestamptz, now()),
+        attempted_at = coalesce($1::timestamptz, now()),
         updated_at = coalesce($1::timestamptz, now())
     FROM picked
     WHERE j.id = picked.id
-    RETURNING j.*
-),
-journal AS (
-    INSERT INTO jobd_job_events (job_id, at, kind, attempt, detail)
-    SELECT id, updated_at, 'claimed', attempt, $4 FROM claimed
+    RETURNING j.id, j.queue, j.kind, j.args, j.state, j.priority, j.run_at, j.attempt,
+              j.max_attempts, j.lease_ttl, j.lease_token, j.lease_owner, j.lease_expires_at,
+              j.heartbeat_at, j.lock_key, j.partition_key, j.idempotency_key, j.args_hash,
+              j.cancel_requested, j.progress, j.checkpoint, j.result, j.last_error,
+              j.created_at, j.started_at, j.finished_at, j.updated_at,
+              j.requires, j.prefers, j.attempted_at
 )
 SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
        idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
        last_error, created_at, started_at, finished_at, updated_at,
-       requires, prefers
+       requires, prefers, attempted_at
 FROM claimed
 ORDER BY priority, run_at, id;

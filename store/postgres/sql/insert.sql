@@ -1,4 +1,5 @@
--- Inserts a batch of jobs in one statement and journals them.
+-- Inserts a batch of jobs in one statement. It writes no journal entry:
+-- created_at implies the "queued" one (see job.Journal).
 -- $1 now (NULL: the database's now()); $2.. one array per column, one
 -- element per job, in the caller's order.
 --
@@ -35,10 +36,6 @@ WITH inserted AS (
     ON CONFLICT DO NOTHING
     RETURNING *
 ),
-journal AS (
-    INSERT INTO jobd_job_events (job_id, at, kind, attempt)
-    SELECT id, created_at, 'queued', attempt FROM inserted
-),
 -- One wake-up per queue that got a job it can run now. A CTE that only
 -- reads runs only when the statement reads it, hence the join below;
 -- PostgreSQL delivers the notifications when the transaction commits.
@@ -53,5 +50,5 @@ SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, le
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
        idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
        last_error, created_at, started_at, finished_at, updated_at,
-       requires, prefers
+       requires, prefers, attempted_at
 FROM inserted, woken;

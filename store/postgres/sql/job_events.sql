@@ -1,5 +1,6 @@
--- A job's journal, oldest first. $1 job id.
-SELECT id, job_id, at, kind, attempt, coalesce(detail, '')
-FROM jobd_job_events
-WHERE job_id = $1
-ORDER BY id;
+-- What a job's journal is rendered from (job.Journal): the columns that
+-- imply its common entries and the stored ones. $1 job id. No row when
+-- there is no such job.
+SELECT id, state, attempt, coalesce(lease_owner, ''), created_at, attempted_at, finished_at, journal
+FROM jobd_jobs
+WHERE id = $1;

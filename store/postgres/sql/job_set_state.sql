@@ -3,8 +3,10 @@
 -- lease token read there. It decides nothing: $1 now, $2 job id, $3 the
 -- state read and $4 the lease token read (the fence), $5 new state,
 -- $6 run_at (NULL: kept), $7 attempt counter, $8 cancel requested,
--- $9 finished_at (NULL: cleared), $10 journal kind, $11 the attempt it
--- names, $12 whether to tell the running holder to stop.
+-- $9 finished_at (NULL: cleared), $10 the entries to append to the
+-- journal (a JSON array, job.MarshalJournal; NULL: none), $11
+-- attempted_at (NULL: cleared), $12 whether to tell the running holder to
+-- stop.
 --
 -- The lease is left as it is: a job that is not running holds none
 -- (jobd_jobs_lease_held), and a running job asked to stop keeps its
@@ -17,15 +19,14 @@ WITH changed AS (
         attempt = $7::integer,
         cancel_requested = $8::boolean,
         finished_at = $9::timestamptz,
+        attempted_at = $11::timestamptz,
+        journal = CASE WHEN $10::jsonb IS NULL THEN journal
+                       ELSE coalesce(journal, '[]'::jsonb) || $10::jsonb END,
         updated_at = coalesce($1::timestamptz, now())
     WHERE id = $2
       AND state = $3::text
       AND lease_token IS NOT DISTINCT FROM $4::uuid
     RETURNING *
-),
-journal AS (
-    INSERT INTO jobd_job_events (job_id, at, kind, attempt)
-    SELECT id, updated_at, $10::text, $11::integer FROM changed
 ),
 -- A job queued again that can run now wakes its queue; a running job
 -- asked to stop wakes its holder (jobd_cancel), whatever its node.
@@ -45,5 +46,5 @@ SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, le
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
        idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
        last_error, created_at, started_at, finished_at, updated_at,
-       requires, prefers
+       requires, prefers, attempted_at
 FROM changed, woken, stopped;

@@ -6,16 +6,13 @@ WITH taken AS (
     DELETE FROM jobd_jobs
     WHERE id = $1 AND state IN ('succeeded', 'failed', 'canceled')
     RETURNING *
-),
-journal AS (
-    DELETE FROM jobd_job_events e USING taken WHERE e.job_id = taken.id
 )
 SELECT true AS taken,
        id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
        idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
        last_error, created_at, started_at, finished_at, updated_at,
-       requires, prefers
+       requires, prefers, attempted_at
 FROM taken
 UNION ALL
 -- The statement's snapshot still shows the row as it was; it is read only
@@ -28,6 +25,6 @@ SELECT false,
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
        idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
        last_error, created_at, started_at, finished_at, updated_at,
-       requires, prefers
+       requires, prefers, attempted_at
 FROM jobd_jobs
 WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM taken);

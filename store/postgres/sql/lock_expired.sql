@@ -4,10 +4,12 @@
 -- (set_state_if_running.sql, fenced by the tokens read here). A job a
 -- worker is heartbeating or finishing right now is skipped (SKIP LOCKED),
 -- and the expiry is re-checked on the row version FOR UPDATE locks, so a
--- lease renewed meanwhile is left alone. The last column is the
--- transaction's time, which the decision uses.
-SELECT id, lease_token, coalesce(lease_owner, ''), queue, attempt, max_attempts, cancel_requested,
-       coalesce($1::timestamptz, now())
+-- lease renewed meanwhile is left alone. The facts include the lease
+-- owner and attempted_at, from which the decision stores the claim the
+-- row implied. The last column is the transaction's time, which the
+-- decision uses.
+SELECT id, lease_token, queue, attempt, max_attempts, cancel_requested,
+       coalesce(lease_owner, ''), attempted_at, coalesce($1::timestamptz, now())
 FROM jobd_jobs
 WHERE state = 'running' AND lease_expires_at <= coalesce($1::timestamptz, now())
 ORDER BY lease_expires_at

@@ -2,16 +2,17 @@
 -- decide their transitions in Go (job.Finish) and apply them in the same
 -- transaction (set_state_if_running.sql). $1 now; $2 job ids and $3 lease
 -- tokens, one element per outcome. Only the rows still held (state
--- running, token current) are locked and returned, with their lease owner
--- (which JobFinish checks in Go, store.DecideFinish), in id order so that
+-- running, token current) are locked and returned, in id order so that
 -- two batches lock in one order: a concurrent JobCancel's request, once
 -- committed, is in the facts read here, and none can commit after them.
--- The last column is the transaction's time, which the decision uses.
+-- The facts include the lease owner and attempted_at, from which the
+-- decision stores the claim the row implied. The last column is the
+-- transaction's time, which the decision uses.
 --
 -- The rows are found by primary key, whatever the table's statistics
 -- (TestPlansAreStable).
-SELECT j.id, j.lease_token, coalesce(j.lease_owner, ''), j.queue, j.attempt, j.max_attempts, j.cancel_requested,
-       coalesce($1::timestamptz, now())
+SELECT j.id, j.lease_token, j.queue, j.attempt, j.max_attempts, j.cancel_requested,
+       coalesce(j.lease_owner, ''), j.attempted_at, coalesce($1::timestamptz, now())
 FROM unnest($2::uuid[], $3::uuid[]) AS o(id, token)
 JOIN jobd_jobs j ON j.id = o.id
 WHERE j.state = 'running'

@@ -15,8 +15,5 @@ WITH doomed AS (
 deleted AS (
     DELETE FROM jobd_jobs j USING doomed WHERE j.id = doomed.id
     RETURNING j.id
-),
-journal AS (
-    DELETE FROM jobd_job_events e USING deleted WHERE e.job_id = deleted.id
 )
 SELECT count(*) FROM deleted;

@@ -18,8 +18,5 @@ deleted AS (
     DELETE FROM jobd_jobs
     WHERE id IN (SELECT id FROM doomed) AND state <> 'running'
     RETURNING id
-),
-journal AS (
-    DELETE FROM jobd_job_events e USING deleted WHERE e.job_id = deleted.id
 )
 SELECT (SELECT count(*) FROM doomed), (SELECT count(*) FROM deleted);

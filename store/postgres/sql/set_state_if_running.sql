@@ -4,8 +4,9 @@
 -- value comes from the decision. $1 now; one element per job: $2 ids,
 -- $3 lease tokens, $4 new states, $5 run_at (NULL: kept), $6 attempt
 -- counters, $7 finished_at (NULL: cleared), $8 results (NULL: kept),
--- $9 last errors (NULL: kept), $10 journal kinds, $11 the attempts the
--- journal names, $12 journal details ('': none).
+-- $9 last errors (NULL: kept), $10 the entries to append to the journal
+-- (a JSON array, job.MarshalJournal; NULL: none), $11 attempted_at (NULL:
+-- cleared).
 --
 -- Returns the ids it changed. Jobs that went back to the queue and can
 -- run now wake their queue (see insert.sql).
@@ -19,19 +20,18 @@ WITH done AS (
         last_error = coalesce(d.last_error, j.last_error),
         lease_token = NULL,
         lease_expires_at = NULL,
+        attempted_at = d.attempted_at,
+        journal = CASE WHEN d.entries IS NULL THEN j.journal
+                       ELSE coalesce(j.journal, '[]'::jsonb) || d.entries END,
         updated_at = coalesce($1::timestamptz, now())
     FROM unnest($2::uuid[], $3::uuid[], $4::text[], $5::timestamptz[], $6::integer[],
-                $7::timestamptz[], $8::jsonb[], $9::text[], $10::text[], $11::integer[], $12::text[])
+                $7::timestamptz[], $8::jsonb[], $9::text[], $10::jsonb[], $11::timestamptz[])
         AS d(id, token, state, run_at, attempt, finished_at, result, last_error,
-             kind, event_attempt, detail)
+             entries, attempted_at)
     WHERE j.id = d.id
       AND j.state = 'running'
       AND j.lease_token = d.token
-    RETURNING j.id, j.queue, j.state, j.run_at, j.updated_at, d.kind, d.event_attempt, d.detail
-),
-journal AS (
-    INSERT INTO jobd_job_events (job_id, at, kind, attempt, detail)
-    SELECT id, updated_at, kind, event_attempt, nullif(detail, '') FROM done
+    RETURNING j.id, j.queue, j.state, j.run_at, j.updated_at
 ),
 -- A CTE that only reads runs only when the statement reads it, hence the
 -- join below; PostgreSQL delivers the notifications when the transaction

@@ -1,3 +1,9 @@
 -- The queued or running job with this args hash (at most one: see
 -- jobd_jobs_active_idx).
-SELECT * FROM jobd_jobs WHERE args_hash = ? AND state IN ('queued', 'running')
+SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl_us,
+       lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
+       idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
+       last_error, created_at, started_at, finished_at, updated_at,
+       requires, prefers, attempted_at
+FROM jobd_jobs
+WHERE args_hash = ? AND state IN ('queued', 'running')

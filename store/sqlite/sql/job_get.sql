@@ -1,1 +1,10 @@
-SELECT * FROM jobd_jobs WHERE id = ?
+-- One job by id. Like every statement that returns whole jobs, it lists
+-- the columns scanJob reads (jobColumns): all but the journal, which only
+-- JobEvents reads.
+SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl_us,
+       lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
+       idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
+       last_error, created_at, started_at, finished_at, updated_at,
+       requires, prefers, attempted_at
+FROM jobd_jobs
+WHERE id = ?

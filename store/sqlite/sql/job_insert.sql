@@ -1,6 +1,8 @@
 -- Creates one queued job, or nothing when its idempotency key is taken or,
 -- with active dedupe, a queued or running twin holds its args hash (the
--- partial unique indexes). The caller then looks that job up instead.
+-- partial unique indexes). The caller then looks that job up instead. It
+-- writes no journal entry: created_at implies the "queued" one (see
+-- job.Journal).
 INSERT INTO jobd_jobs (
     id, queue, kind, args, state, priority, run_at, max_attempts, lease_ttl_us,
     lock_key, partition_key, idempotency_key, args_hash, created_at, updated_at,
@@ -11,4 +13,8 @@ INSERT INTO jobd_jobs (
     nullif(:args_hash, ''), :now, :stamp, :requires, :prefers
 )
 ON CONFLICT DO NOTHING
-RETURNING *
+RETURNING id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl_us,
+          lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
+          idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
+          last_error, created_at, started_at, finished_at, updated_at,
+          requires, prefers, attempted_at

@@ -2,7 +2,12 @@
 -- Without a cursor the caller passes (:since, ''), which makes the row
 -- value comparison mean updated_at >= :since. Both bounds are ranges on
 -- jobd_jobs_updated_idx.
-SELECT * FROM jobd_jobs
+SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl_us,
+       lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
+       idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
+       last_error, created_at, started_at, finished_at, updated_at,
+       requires, prefers, attempted_at
+FROM jobd_jobs
 WHERE (:queue = '' OR queue = :queue)
   AND (:kind = '' OR kind = :kind)
   AND (:states = '' OR state IN (SELECT value FROM json_each(:states)))

@@ -2,7 +2,12 @@
 -- :states is a JSON array of states, or '' for all. Without a cursor,
 -- :after is '~', which sorts after every lowercase uuid, so that the
 -- cursor is always a plain range on the primary key.
-SELECT * FROM jobd_jobs
+SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl_us,
+       lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
+       idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
+       last_error, created_at, started_at, finished_at, updated_at,
+       requires, prefers, attempted_at
+FROM jobd_jobs
 WHERE (:queue = '' OR queue = :queue)
   AND (:kind = '' OR kind = :kind)
   AND (:states = '' OR state IN (SELECT value FROM json_each(:states)))

@@ -3,15 +3,29 @@
 -- and lease token read there. It decides nothing. The lease is left as it
 -- is: a job that is not running holds none, and a running job asked to
 -- stop keeps its holder's. :run_at NULL keeps run_at; :finished_at NULL
--- clears finished_at.
+-- clears finished_at; :attempted_at NULL clears attempted_at; :entries,
+-- a JSON array (job.MarshalJournal) or NULL for none, is appended to the
+-- journal, in order: the journal is NULL (no entries stored) or a JSON
+-- array of objects, never empty, and the entries go after its last
+-- element; json() checks the result.
 UPDATE jobd_jobs
 SET state = :state,
     run_at = coalesce(:run_at, run_at),
     attempt = :attempt,
     cancel_requested = :cancel_requested,
     finished_at = :finished_at,
+    attempted_at = :attempted_at,
+    journal = CASE
+        WHEN :entries IS NULL THEN journal
+        WHEN journal IS NULL THEN :entries
+        ELSE json(substr(journal, 1, length(journal) - 1) || ',' || substr(:entries, 2))
+    END,
     updated_at = :stamp
 WHERE id = :id
   AND state = :from
   AND lease_token IS :token
-RETURNING *
+RETURNING id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl_us,
+          lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
+          idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
+          last_error, created_at, started_at, finished_at, updated_at,
+          requires, prefers, attempted_at

@@ -3,7 +3,10 @@
 -- longer covers), longest expired first, for the reaper to decide their
 -- transitions in Go (job.Rescue) and apply them in the same write
 -- transaction (set_state_if_running.sql). The lease index finds them.
-SELECT id, lease_token, coalesce(lease_owner, ''), queue, attempt, max_attempts, cancel_requested
+-- The lease owner and attempted_at are the facts from which the decision
+-- stores the claim the row implied.
+SELECT id, lease_token, queue, attempt, max_attempts, cancel_requested,
+       coalesce(lease_owner, ''), attempted_at
 FROM jobd_jobs
 WHERE state = 'running' AND lease_expires_at <= :now
 ORDER BY lease_expires_at

@@ -3,10 +3,12 @@
 -- in the same write transaction (set_state_if_running.sql), which holds
 -- the database's write lock: nothing changes them in between. :leases is
 -- a JSON array of {"id", "token"}. Only the jobs still held (state
--- running, token current) come back, with their lease owner (which
--- JobFinish checks in Go, store.DecideFinish). CROSS JOIN keeps the batch the outer
--- loop: each job is found by primary key.
-SELECT j.id, j.lease_token, coalesce(j.lease_owner, ''), j.queue, j.attempt, j.max_attempts, j.cancel_requested
+-- running, token current) come back, with the lease owner and
+-- attempted_at, from which the decision stores the claim the row implied.
+-- CROSS JOIN keeps the batch the outer loop: each job is found by primary
+-- key.
+SELECT j.id, j.lease_token, j.queue, j.attempt, j.max_attempts, j.cancel_requested,
+       coalesce(j.lease_owner, ''), j.attempted_at
 FROM json_each(:leases) AS l
 CROSS JOIN jobd_jobs AS j
 WHERE j.id = l.value ->> 'id'

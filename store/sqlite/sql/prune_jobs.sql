@@ -1,5 +1,5 @@
--- Deletes finished jobs that finished before :before, oldest first; the
--- finished index finds them. The caller deletes their events with them.
+-- Deletes finished jobs, with their journals, that finished before
+-- :before, oldest first; the finished index finds them.
 DELETE FROM jobd_jobs
 WHERE id IN (
     SELECT id FROM jobd_jobs
@@ -7,4 +7,3 @@ WHERE id IN (
     ORDER BY finished_at
     LIMIT :limit
 )
-RETURNING id

@@ -1,6 +1,6 @@
 -- Retention of one queue: deletes finished jobs of :queue that finished
 -- before :before, oldest first, at most :limit; the finished index finds
--- them and the queue filters them. The caller deletes their events.
+-- them and the queue filters them. Their journals go with them.
 DELETE FROM jobd_jobs
 WHERE id IN (
     SELECT id FROM jobd_jobs
@@ -9,4 +9,3 @@ WHERE id IN (
     ORDER BY finished_at
     LIMIT :limit
 )
-RETURNING id

@@ -1,6 +1,6 @@
 -- One batch of QueuePurge: deletes up to :limit jobs of :queue that are
--- not running (queued or finished), returning their ids so the caller
--- deletes their events with them. Running jobs stay with their holders.
+-- not running (queued or finished), with their journals. Running jobs
+-- stay with their holders.
 -- No index serves "every job of a queue": a purge is a rare operator's
 -- act, and an index for it would cost every write.
 DELETE FROM jobd_jobs
@@ -9,4 +9,3 @@ WHERE id IN (
     WHERE queue = :queue AND state <> 'running'
     LIMIT :limit
 )
-RETURNING id

@@ -3,7 +3,13 @@
 -- read with. It decides nothing: :batch is a JSON array of {"id",
 -- "token", "state", "run_at" (absent: kept), "attempt", "finished_at"
 -- (absent: cleared), "result" (the result's JSON text; absent: kept),
--- "last_error" (absent: kept)}. The driver journals the changes.
+-- "last_error" (absent: kept), "attempted_at" (absent: cleared),
+-- "entries" (the entries to append to the journal, in order, a JSON
+-- array as job.MarshalJournal writes it; absent: none)}.
+--
+-- The journal is NULL (no entries stored) or a JSON array of objects,
+-- never empty: the entries, in the same form, go after its last element;
+-- json() checks the result.
 UPDATE jobd_jobs
 SET state = d.value ->> 'state',
     run_at = coalesce(d.value ->> 'run_at', run_at),
@@ -13,6 +19,12 @@ SET state = d.value ->> 'state',
     last_error = coalesce(d.value ->> 'last_error', last_error),
     lease_token = NULL,
     lease_expires_at = NULL,
+    attempted_at = d.value ->> 'attempted_at',
+    journal = CASE
+        WHEN d.value -> 'entries' IS NULL THEN journal
+        WHEN journal IS NULL THEN d.value -> 'entries'
+        ELSE json(substr(journal, 1, length(journal) - 1) || ',' || substr(d.value -> 'entries', 2))
+    END,
     updated_at = :stamp
 FROM json_each(:batch) AS d
 WHERE jobd_jobs.id = d.value ->> 'id'

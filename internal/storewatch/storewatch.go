@@ -1,0 +1,197 @@
+// Package storewatch lets tests wait for what a store holds (a job's
+// state, a count) without polling it: Wrap returns a store.Store that
+// fires a beacon after every call that may write, and Until checks the
+// test's condition again after each. For tests only.
+package storewatch
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/jobd/jobd/internal/testsignal"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
+)
+
+// Store is a watched store.Store.
+type Store struct {
+	store.Store
+	wrote testsignal.Beacon
+	// onWrite, when set, also runs after each write (a helper process
+	// passes its writes on to the test that watches it).
+	onWrite func()
+}
+
+// Wrap watches s.
+func Wrap(s store.Store) *Store {
+	w := &Store{Store: s}
+	w.wrote.Init()
+	return w
+}
+
+// WrapNotify watches s and calls onWrite after each write too.
+func WrapNotify(s store.Store, onWrite func()) *Store {
+	w := Wrap(s)
+	w.onWrite = onWrite
+	return w
+}
+
+// Unwrap returns the watched store.
+func (s *Store) Unwrap() store.Store { return s.Store }
+
+// Wrote tells the waits that something wrote to the database: this store
+// after a call, or a writer it cannot see (another process).
+func (s *Store) Wrote() {
+	s.wrote.Fire()
+	if s.onWrite != nil {
+		s.onWrite()
+	}
+}
+
+// Until returns once cond holds, checking it now and after each write;
+// it fails t when cond does not hold within testsignal.Timeout.
+func (s *Store) Until(t testsignal.TB, what string, cond func() bool) {
+	t.Helper()
+	s.wrote.Until(t, what, cond)
+}
+
+// Of finds the watched store inside s, unwrapping the wrappers that have
+// an Unwrap() store.Store method; nil when there is none.
+func Of(s store.Store) *Store {
+	for s != nil {
+		if w, ok := s.(*Store); ok {
+			return w
+		}
+		u, ok := s.(interface{ Unwrap() store.Store })
+		if !ok {
+			return nil
+		}
+		s = u.Unwrap()
+	}
+	return nil
+}
+
+// Until waits, as (*Store).Until, on the watched store inside s; it fails
+// t when s is not watched.
+func Until(t testsignal.TB, s store.Store, what string, cond func() bool) {
+	t.Helper()
+	w := Of(s)
+	if w == nil {
+		t.Fatalf("storewatch: waiting for %s on a store that is not watched (storewatch.Wrap it)", what)
+		return
+	}
+	w.Until(t, what, cond)
+}
+
+// The writes: each calls the store, then Wrote.
+
+// JobInsertMany calls the store's, then Wrote.
+func (s *Store) JobInsertMany(ctx context.Context, params []job.InsertParams) ([]store.InsertResult, error) {
+	defer s.Wrote()
+	return s.Store.JobInsertMany(ctx, params)
+}
+
+// JobClaim calls the store's, then Wrote.
+func (s *Store) JobClaim(ctx context.Context, params store.ClaimParams) ([]*job.Job, error) {
+	defer s.Wrote()
+	return s.Store.JobClaim(ctx, params)
+}
+
+// JobHeartbeat calls the store's, then Wrote.
+func (s *Store) JobHeartbeat(ctx context.Context, owner string, leases []store.Lease) ([]store.HeartbeatResult, error) {
+	defer s.Wrote()
+	return s.Store.JobHeartbeat(ctx, owner, leases)
+}
+
+// JobSetProgress calls the store's, then Wrote.
+func (s *Store) JobSetProgress(ctx context.Context, lease store.Lease, progress job.Progress) (bool, error) {
+	defer s.Wrote()
+	return s.Store.JobSetProgress(ctx, lease, progress)
+}
+
+// JobSetCheckpoint calls the store's, then Wrote.
+func (s *Store) JobSetCheckpoint(ctx context.Context, lease store.Lease, checkpoint json.RawMessage) error {
+	defer s.Wrote()
+	return s.Store.JobSetCheckpoint(ctx, lease, checkpoint)
+}
+
+// JobFinish calls the store's, then Wrote.
+func (s *Store) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]store.FinishResult, error) {
+	defer s.Wrote()
+	return s.Store.JobFinish(ctx, outcomes)
+}
+
+// JobCancel calls the store's, then Wrote.
+func (s *Store) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error) {
+	defer s.Wrote()
+	return s.Store.JobCancel(ctx, id)
+}
+
+// JobRetry calls the store's, then Wrote.
+func (s *Store) JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error) {
+	defer s.Wrote()
+	return s.Store.JobRetry(ctx, id)
+}
+
+// JobRescue calls the store's, then Wrote.
+func (s *Store) JobRescue(ctx context.Context, limit int) (int, error) {
+	defer s.Wrote()
+	return s.Store.JobRescue(ctx, limit)
+}
+
+// JobPrune calls the store's, then Wrote.
+func (s *Store) JobPrune(ctx context.Context, before time.Time, limit int) (int, error) {
+	defer s.Wrote()
+	return s.Store.JobPrune(ctx, before, limit)
+}
+
+// JobPruneQueue calls the store's, then Wrote.
+func (s *Store) JobPruneQueue(ctx context.Context, queue string, before time.Time, limit int) (int, error) {
+	defer s.Wrote()
+	return s.Store.JobPruneQueue(ctx, queue, before, limit)
+}
+
+// JobTake calls the store's, then Wrote.
+func (s *Store) JobTake(ctx context.Context, id uuid.UUID) (*job.Job, error) {
+	defer s.Wrote()
+	return s.Store.JobTake(ctx, id)
+}
+
+// QueueSetPaused calls the store's, then Wrote.
+func (s *Store) QueueSetPaused(ctx context.Context, queue string, paused bool) error {
+	defer s.Wrote()
+	return s.Store.QueueSetPaused(ctx, queue, paused)
+}
+
+// QueuePurge calls the store's, then Wrote.
+func (s *Store) QueuePurge(ctx context.Context, queue string) (int64, error) {
+	defer s.Wrote()
+	return s.Store.QueuePurge(ctx, queue)
+}
+
+// WorkerSeen calls the store's, then Wrote.
+func (s *Store) WorkerSeen(ctx context.Context, id string, status store.WorkerStatus, done, failed int) error {
+	defer s.Wrote()
+	return s.Store.WorkerSeen(ctx, id, status, done, failed)
+}
+
+// WorkerMarkOffline calls the store's, then Wrote.
+func (s *Store) WorkerMarkOffline(ctx context.Context, cutoff time.Time) (int, error) {
+	defer s.Wrote()
+	return s.Store.WorkerMarkOffline(ctx, cutoff)
+}
+
+// ProcessTaskFinish calls the store's, then Wrote.
+func (s *Store) ProcessTaskFinish(ctx context.Context, r store.ProcessTaskResult) (*store.Process, error) {
+	defer s.Wrote()
+	return s.Store.ProcessTaskFinish(ctx, r)
+}
+
+// ProcessDelete calls the store's, then Wrote.
+func (s *Store) ProcessDelete(ctx context.Context, namespace, id string) error {
+	defer s.Wrote()
+	return s.Store.ProcessDelete(ctx, namespace, id)
+}
