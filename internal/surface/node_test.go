@@ -196,7 +196,6 @@ func startNode(t *testing.T, driver string) *node {
 			t.Errorf("engine: %v", err)
 		}
 	})
-	wg.Go(func() { _ = gw.Run(runCtx) })
 	t.Cleanup(func() {
 		stop()
 		wg.Wait()
