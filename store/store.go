@@ -269,8 +269,8 @@ type ProcessStore interface {
 	// by id ascending, and the total count of matches.
 	ProcessList(ctx context.Context, params ProcessListParams) ([]Process, int64, error)
 	// ProcessTaskFinish applies a process task's result in one
-	// transaction, fenced by the task's lease token (job.ErrLeaseLost when
-	// it is not held; then nothing changes): it stores r.Outcome as the
+	// transaction, fenced by the task's lease (token and owner, see Lease;
+	// job.ErrLeaseLost when it is not held; then nothing changes): it stores r.Outcome as the
 	// task job's checkpoint and creates, changes or removes the process,
 	// appends its events, and sets or cancels its timer (a replaced timer
 	// job that is still queued is canceled, journal "canceled"). The task
