@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -46,10 +47,14 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 		query, args = claimAfterSQL, append(args, a.Priority, a.RunAt, a.ID)
 	}
 	for try := 0; ; try++ {
-		jobs, err := s.claimOnce(ctx, query, args)
-		// Run again, unless in a transaction of the caller's, which the
-		// error aborted.
-		if (uniqueViolation(err, "jobd_jobs_lock") || deadlock(err)) && s.tx == nil && try < claimRetries {
+		var jobs []*job.Job
+		var err error
+		if s.tx == nil {
+			jobs, err = s.claimOnce(ctx, query, args)
+		} else {
+			jobs, err = s.claimInSavepoint(ctx, query, args)
+		}
+		if (uniqueViolation(err, "jobd_jobs_lock") || deadlock(err)) && try < claimRetries {
 			continue
 		}
 		if err != nil {
@@ -57,6 +62,27 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 		}
 		return jobs, nil
 	}
+}
+
+// claimInSavepoint is claimOnce inside a transaction of the caller's (a
+// claim over several queues, say), under a savepoint: a claim that lost a
+// race for a lock_key, or was chosen to break a deadlock, is rolled back
+// to it, leaving the caller's transaction usable for another try.
+func (s *executor) claimInSavepoint(ctx context.Context, query string, args []any) ([]*job.Job, error) {
+	sp, err := s.tx.Begin(ctx) // SAVEPOINT
+	if err != nil {
+		return nil, err
+	}
+	inner := *s
+	inner.db, inner.tx = sp, sp
+	jobs, err := inner.claimOnce(ctx, query, args)
+	if err != nil {
+		if rerr := sp.Rollback(ctx); rerr != nil { // ROLLBACK TO SAVEPOINT
+			return nil, errors.Join(err, rerr)
+		}
+		return nil, err
+	}
+	return jobs, sp.Commit(ctx) // RELEASE SAVEPOINT
 }
 
 // claimOnce runs one claim statement under the ordered planner settings,
