@@ -21,7 +21,7 @@ func TestQueryPlans(t *testing.T) {
 		sql.Named("batch", "[]"), sql.Named("owner", ""),
 		sql.Named("caps", "[]"), sql.Named("worker", nil), sql.Named("window", int64(0)),
 		sql.Named("after", 0), sql.Named("after_priority", nil), sql.Named("after_run_at", nil),
-		sql.Named("leases", "[]"), sql.Named("state", "succeeded"),
+		sql.Named("leases", "[]"), sql.Named("state", "succeeded"), sql.Named("default_timeout_us", nil),
 	}
 	for _, tc := range []struct {
 		name, query string
@@ -33,6 +33,7 @@ func TestQueryPlans(t *testing.T) {
 		{"held leases", lockHeldSQL, []string{"SEARCH j USING INDEX sqlite_autoindex_jobd_jobs_1 (id=?)"}},
 		{"apply decisions", setStateIfRunningSQL, []string{"SEARCH jobd_jobs USING INDEX sqlite_autoindex_jobd_jobs_1 (id=?)"}},
 		{"expired leases", lockExpiredSQL, []string{"USING INDEX jobd_jobs_lease_idx"}},
+		{"timed-out attempts", lockTimedOutSQL, []string{"USING INDEX jobd_jobs_lease_idx"}},
 		{"prune", pruneJobsSQL, []string{"USING INDEX jobd_jobs_finished_idx"}},
 		{"feed", jobListFeedSQL, []string{"USING INDEX jobd_jobs_updated_idx"}},
 	} {

@@ -5,12 +5,14 @@
 -- its journal entry (state succeeded, finished_at). $1 now, $2 job ids,
 -- $3 lease tokens, $4 results (NULL: none), $5 the state that job.Finish
 -- decides for a success, $6 lease owners ('': not fenced by the owner).
--- Returns only the ids that finished; a missing id lost its lease.
+-- Returns only the ids that finished; a missing id lost its lease (or
+-- its attempt passed its deadline, which ends the lease).
 UPDATE jobd_jobs j SET
     state = $5::text,
     result = o.result,
     lease_token = NULL,
     lease_expires_at = NULL,
+    deadline = NULL,
     finished_at = coalesce($1::timestamptz, now()),
     updated_at = coalesce($1::timestamptz, now())
 FROM unnest($2::uuid[], $3::uuid[], $4::jsonb[], $6::text[]) AS o(id, token, result, owner)
@@ -18,4 +20,5 @@ WHERE j.id = o.id
   AND j.state = 'running'
   AND j.lease_token = o.token
   AND (o.owner = '' OR j.lease_owner = o.owner)
+  AND (j.deadline IS NULL OR j.deadline > coalesce($1::timestamptz, now()))
 RETURNING j.id, o.token;

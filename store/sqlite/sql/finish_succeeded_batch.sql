@@ -6,17 +6,19 @@
 -- success; :batch is a JSON array of {"id", "token", "owner", "result"},
 -- result being the result's JSON text or absent, and owner the lease
 -- owner ('': not fenced by it). Fenced like every finish: a job whose row
--- does not come back had lost its lease.
+-- does not come back had lost its lease (or passed its deadline).
 UPDATE jobd_jobs
 SET state = :state,
     result = b.value ->> 'result',
     finished_at = :now,
     lease_token = NULL,
     lease_expires_at = NULL,
+    deadline = NULL,
     updated_at = :stamp
 FROM json_each(:batch) AS b
 WHERE jobd_jobs.id = b.value ->> 'id'
   AND jobd_jobs.state = 'running'
   AND jobd_jobs.lease_token = b.value ->> 'token'
   AND (coalesce(b.value ->> 'owner', '') = '' OR jobd_jobs.lease_owner = b.value ->> 'owner')
+  AND (jobd_jobs.deadline IS NULL OR jobd_jobs.deadline > :now)
 RETURNING id

@@ -1,5 +1,5 @@
 -- Applies transitions out of running that Go decided (job.Finish,
--- job.Rescue), each fenced by the state and lease token its facts were
+-- job.Rescue, job.TimeOut), each fenced by the state and lease token its facts were
 -- read with. It decides nothing: :batch is a JSON array of {"id",
 -- "token", "state", "run_at" (absent: kept), "attempt", "finished_at"
 -- (absent: cleared), "result" (the result's JSON text; absent: kept),
@@ -19,6 +19,7 @@ SET state = d.value ->> 'state',
     last_error = coalesce(d.value ->> 'last_error', last_error),
     lease_token = NULL,
     lease_expires_at = NULL,
+    deadline = NULL,
     attempted_at = d.value ->> 'attempted_at',
     journal = CASE
         WHEN d.value -> 'entries' IS NULL THEN journal
