@@ -24,8 +24,8 @@ var jobColumns = []string{
 	"cancel_requested", "progress", "checkpoint", "result", "last_error",
 	"created_at", "started_at", "finished_at", "updated_at",
 	"requires", "prefers", // 002_workers
-	"attempted_at", // 004_journal
-	"trace_parent", // 005_trace_parent
+	"attempted_at",                                        // 004_journal
+	"trace_parent",                                        // 005_trace_parent
 	"schedule", "scheduled_for", "timeout_us", "deadline", // 006_schedules
 	"rerun", "previous_state", "previous_result",
 }
