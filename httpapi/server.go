@@ -19,6 +19,7 @@ import (
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/internal/problem"
 	"github.com/jobd/jobd/process"
+	"github.com/jobd/jobd/schedule"
 	"github.com/jobd/jobd/store"
 )
 
@@ -82,6 +83,9 @@ type Config struct {
 	MetricsPublic bool
 	// Observer records what the API does, for metrics and traces.
 	Observer Observer
+	// Schedules applies the rules of schedules (/api/v1/schedules/...);
+	// nil makes one over Store, with Clock, Logger and MaxArgsBytes.
+	Schedules *schedule.Scheduler
 }
 
 func (c Config) withDefaults() Config {
@@ -132,6 +136,8 @@ type server struct {
 	obs     Observer
 	// claims remembers the remote workers' claims until their outcomes.
 	claims claimNotes
+	// schedules holds the rules of schedules.
+	schedules *schedule.Scheduler
 }
 
 // New returns the API handler.
@@ -148,6 +154,14 @@ func New(cfg Config) (http.Handler, error) {
 		started: cfg.Clock.Now(),
 		auth:    newAuthenticator(cfg.Store, cfg.AdminSecret),
 		obs:     cfg.Observer,
+	}
+	s.schedules = cfg.Schedules
+	if s.schedules == nil {
+		var err error
+		s.schedules, err = schedule.New(schedule.Config{Store: cfg.Store, Clock: cfg.Clock, Logger: cfg.Logger, MaxArgsBytes: cfg.MaxArgsBytes})
+		if err != nil {
+			return nil, err
+		}
 	}
 	mux := http.NewServeMux()
 	for _, rt := range s.routes() {
@@ -181,6 +195,7 @@ func (s *server) routes() []route {
 		{"GET", "/api/v1/jobs/{id}", scopeRead, s.getJob},
 		{"POST", "/api/v1/jobs/{id}/cancel", scopeAdmin, s.cancel},
 		{"POST", "/api/v1/jobs/{id}/retry", scopeAdmin, s.retry},
+		{"POST", "/api/v1/jobs/{id}/rerun", scopeAdmin, s.rerun},
 		{"GET", "/api/v1/jobs/{id}/events", scopeRead, s.events},
 		{"GET", "/api/v1/jobs/{id}/stream", scopeRead, s.stream},
 
@@ -190,6 +205,14 @@ func (s *server) routes() []route {
 		{"GET", "/api/v1/queues", scopeRead, s.queues},
 		{"POST", "/api/v1/queues/{name}/pause", scopeAdmin, s.pauseQueue},
 		{"POST", "/api/v1/queues/{name}/resume", scopeAdmin, s.resumeQueue},
+
+		{"GET", "/api/v1/schedules", scopeRead, s.listSchedules},
+		{"GET", "/api/v1/schedules/{name}", scopeRead, s.getSchedule},
+		{"PUT", "/api/v1/schedules/{name}", scopeAdmin, s.putSchedule},
+		{"DELETE", "/api/v1/schedules/{name}", scopeAdmin, s.deleteSchedule},
+		{"POST", "/api/v1/schedules/{name}/pause", scopeAdmin, s.pauseSchedule},
+		{"POST", "/api/v1/schedules/{name}/resume", scopeAdmin, s.resumeSchedule},
+		{"POST", "/api/v1/schedules/{name}/trigger", scopeAdmin, s.triggerSchedule},
 
 		{"POST", "/api/v1/workers", scopeAdmin, s.createWorker},
 		{"GET", "/api/v1/workers", scopeAdmin, s.listWorkers},
