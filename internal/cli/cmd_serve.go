@@ -22,6 +22,7 @@ import (
 	"github.com/jobd/jobd/observe"
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/remote"
+	"github.com/jobd/jobd/schedule"
 	"github.com/jobd/jobd/store"
 )
 
@@ -51,6 +52,9 @@ type serveFlags struct {
 
 	// Durable processes' HTTP processors, as JSON.
 	processors string
+
+	// Periodic jobs, as JSON.
+	schedules string
 
 	// Metrics.
 	metricsListen  string
@@ -97,6 +101,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.asyncMaxPending, "async-max-pending", gateway.DefaultMaxPending, "async gateway: queued or running requests beyond which a new one gets 503")
 	fs.DurationVar(&f.asyncResultTTL, "async-result-ttl", gateway.DefaultResultTTL, "async gateway: unfetched results are removed after this")
 	fs.Int64Var(&f.asyncMaxResponse, "async-max-response", gateway.DefaultMaxResponseBytes, "async gateway: largest stored response body in bytes; a larger one fails its request")
+	fs.StringVar(&f.schedules, "schedules", "", `periodic jobs as JSON [{"name":N,"cron":"0 3 * * *","timezone":"Europe/Berlin","job":{"kind":K,…},"overlap":"skip","catch_up":"one"}]; they win over the API's schedules of their names (env JOBD_SCHEDULES)`)
 	fs.StringVar(&f.processors, "processors", "", `durable processes: HTTP processors as JSON [{"namespace":NS,"url":URL,"timeout":"30s"}] (env JOBD_PROCESSORS)`)
 	fs.IntVar(&f.asyncConc, "async-concurrency", gateway.DefaultConcurrency, "async gateway: upstream calls this node makes at once (the gateway queue's worker pool)")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "also serve GET /metrics on this address (it is always on the API's --listen)")
@@ -162,6 +167,12 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		}
 		queues = processQueue(queues)
 	}
+	var scheduleDefs []schedule.Definition
+	if f.schedules != "" {
+		if scheduleDefs, err = schedule.ParseConfig([]byte(f.schedules), f.maxArgs); err != nil {
+			return usageError("--schedules: %v", err)
+		}
+	}
 	if f.healthInterval <= 0 {
 		return usageError("--queue-health-interval must be positive")
 	}
@@ -178,6 +189,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer st.Close()
+	if env.wrapStore != nil {
+		st = env.wrapStore(st)
+	}
 	if err := st.Migrate(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
@@ -210,13 +224,23 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if err := eng.AddDuty(sweep); err != nil {
 		return err
 	}
+	scheduler, err := schedule.New(schedule.Config{Store: st, Logger: logger, MaxArgsBytes: f.maxArgs})
+	if err != nil {
+		return err
+	}
+	if err := scheduler.ApplyConfig(ctx, scheduleDefs); err != nil {
+		return fmt.Errorf("--schedules: %w", err)
+	}
+	if err := eng.AddDuty(scheduler.Duty()); err != nil {
+		return err
+	}
 	builtin.Register(eng)
 	health := metrics.WatchHealth(telemetry.HealthConfig{Source: st, Interval: f.healthInterval, Logger: logger})
 	apiCfg := httpapi.Config{
 		Store: st, Logger: logger, Version: buildinfo.Version(), AdminSecret: f.adminSecret,
 		MaxBodyBytes: int64(f.maxBody), MaxArgsBytes: f.maxArgs,
 		Wakeups: eng.Subscribe, PreferWindow: f.preferWindow, RetryDelay: eng.RetryDelay,
-		Metrics: metrics.Handler(), MetricsPublic: f.metricsPublic,
+		Metrics: metrics.Handler(), MetricsPublic: f.metricsPublic, Schedules: scheduler,
 		Observer: httpapi.Observer{Jobs: metrics, HTTP: metrics, Process: metrics, Tracer: tracer},
 	}
 	if f.workerRetry != 0 {
