@@ -67,6 +67,11 @@ type Config struct {
 	// backoff, as for a job that fails in the engine. jobd serve passes
 	// the engine's RetryDelay; nil uses engine.DefaultBackoff.
 	RetryDelay func(queue string, attempt int) time.Duration
+	// QueueTimeout is the default timeout of the jobs of queue that set
+	// none, applied at the remote workers' claims (store.ClaimParams
+	// DefaultTimeout), as the engine's pools apply theirs. jobd serve
+	// passes the engine's QueueTimeout; nil means none.
+	QueueTimeout func(queue string) time.Duration
 	// Async serves the async gateway's result routes (/api/v1/async/...)
 	// once this API has checked their scope; it sees the request as it
 	// came. Nil answers them 404.

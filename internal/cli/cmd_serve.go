@@ -239,7 +239,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	apiCfg := httpapi.Config{
 		Store: st, Logger: logger, Version: buildinfo.Version(), AdminSecret: f.adminSecret,
 		MaxBodyBytes: int64(f.maxBody), MaxArgsBytes: f.maxArgs,
-		Wakeups: eng.Subscribe, PreferWindow: f.preferWindow, RetryDelay: eng.RetryDelay,
+		Wakeups: eng.Subscribe, PreferWindow: f.preferWindow, RetryDelay: eng.RetryDelay, QueueTimeout: eng.QueueTimeout,
 		Metrics: metrics.Handler(), MetricsPublic: f.metricsPublic, Schedules: scheduler,
 		Observer: httpapi.Observer{Jobs: metrics, HTTP: metrics, Process: metrics, Tracer: tracer},
 	}
