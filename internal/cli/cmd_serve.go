@@ -39,7 +39,7 @@ type serveFlags struct {
 	database, listen, workers, node, adminSecret string
 	tlsCert, tlsKey                              string
 	logLevel, logFormat                          string
-	shutdownTimeout, retention                   time.Duration
+	shutdownTimeout, retention, abandonGrace     time.Duration
 	heartbeat, poll, reaper, progress            time.Duration
 	workerOffline, preferWindow, workerRetry     time.Duration
 	maxBody, maxArgs                             int
@@ -86,6 +86,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "how long running jobs may finish on SIGTERM before they are released")
 	fs.DurationVar(&f.retention, "retention", d.Retention, "finished jobs and their events are pruned after this")
+	fs.DurationVar(&f.abandonGrace, "abandon-grace", d.AbandonGrace, "a handler still running this long past its job's deadline no longer counts against its pool")
 	fs.DurationVar(&f.heartbeat, "heartbeat-interval", d.HeartbeatInterval, "lease renewal period of running jobs")
 	fs.DurationVar(&f.poll, "poll-interval", d.PollInterval, "safety-net claim poll of idle workers")
 	fs.DurationVar(&f.reaper, "reaper-interval", d.ReaperInterval, "period of the expired-lease reaper")
@@ -208,7 +209,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	eng, err = engine.New(engine.Config{
 		Store: st, Queues: queues, Node: f.node, Logger: logger, Observer: metrics, Tracer: tracer,
 		HeartbeatInterval: f.heartbeat, PollInterval: f.poll, ReaperInterval: f.reaper,
-		ProgressInterval: f.progress, Retention: f.retention, ShutdownTimeout: f.shutdownTimeout,
+		ProgressInterval: f.progress, Retention: f.retention, ShutdownTimeout: f.shutdownTimeout, AbandonGrace: f.abandonGrace,
 		// The remote workers' long-polling claims share the engine's Listen.
 		Listen: true, PreferWindow: f.preferWindow,
 	})
