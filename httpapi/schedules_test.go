@@ -54,8 +54,9 @@ func TestSchedulesAPI(t *testing.T) {
 		}
 		var j api.Job
 		r = s.do("POST", "/api/v1/schedules/nightly/trigger", "", "Idempotency-Key: run-1").must(t, http.StatusCreated, &j)
-		if j.Schedule != "nightly" || j.ScheduledFor == nil || j.Kind != "report" || j.Timeout == nil || time.Duration(*j.Timeout) != 10*time.Minute {
-			t.Fatalf("triggered job %+v", j)
+		if j.Schedule != "nightly" || j.ScheduledFor == nil || j.Kind != "report" || j.Timeout == nil || time.Duration(*j.Timeout) != 10*time.Minute ||
+			r.header.Get("Location") != "/api/v1/jobs/"+j.ID.String() {
+			t.Fatalf("triggered job %+v, Location %q", j, r.header.Get("Location"))
 		}
 		var same api.Job
 		s.do("POST", "/api/v1/schedules/nightly/trigger", "", "Idempotency-Key: run-1").must(t, http.StatusOK, &same)
