@@ -37,12 +37,13 @@ func DefinitionOf(sc *store.Schedule) (Definition, error) {
 // Tick runs one pass of the ticker at the clock's now: every schedule
 // that is due (not paused, next_run_at reached) advances, each in a
 // transaction of its own (see advance), and it returns how many jobs it
-// inserted. A schedule that fails is logged and left for the next pass;
-// the others go on.
+// inserted. A schedule that fails is left for the next pass, the others
+// go on, and the pass returns the failures (the maintenance runner logs
+// them once, until a pass succeeds again).
 func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 	now := s.clock.Now()
 	inserted := 0
-	var failed error
+	var failed []error
 	defer func() { s.signals.Pass.Fire(inserted) }()
 	for {
 		due, err := s.store.ScheduleDue(ctx, now, dueBatch)
@@ -54,13 +55,12 @@ func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 			n, err := s.advance(cctx, sc, now)
 			cancel()
 			inserted += n
-			if err != nil && ctx.Err() == nil {
-				s.log.Error("schedule: a pass failed; the next one tries again", "schedule", sc.Name, "err", err)
-				failed = err
+			if err != nil {
+				failed = append(failed, fmt.Errorf("schedule %q: %w", sc.Name, err))
 			}
 		}
 		if len(due) < dueBatch || failed != nil || ctx.Err() != nil {
-			return inserted, failed
+			return inserted, errors.Join(failed...)
 		}
 	}
 }
