@@ -39,7 +39,23 @@ func toAPIJob(j *job.Job) api.Job {
 		FinishedAt:      utc(j.FinishedAt),
 		UpdatedAt:       j.UpdatedAt.UTC(),
 		TraceParent:     j.TraceParent,
+		Schedule:        j.Schedule,
+		ScheduledFor:    utc(j.ScheduledFor),
+		Timeout:         durationOrNull(j.Timeout),
+		Deadline:        utc(j.Deadline),
+		Rerun:           j.Rerun,
+		PreviousState:   api.State(j.PreviousState),
+		PreviousResult:  j.PreviousResult,
 	}
+}
+
+// durationOrNull shows a duration, or null for none.
+func durationOrNull(d time.Duration) *api.Duration {
+	if d <= 0 {
+		return nil
+	}
+	v := api.Duration(d)
+	return &v
 }
 
 func toAPIProgress(p job.Progress) api.Progress {

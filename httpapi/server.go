@@ -19,6 +19,7 @@ import (
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/internal/problem"
 	"github.com/jobd/jobd/process"
+	"github.com/jobd/jobd/schedule"
 	"github.com/jobd/jobd/store"
 )
 
@@ -66,6 +67,11 @@ type Config struct {
 	// backoff, as for a job that fails in the engine. jobd serve passes
 	// the engine's RetryDelay; nil uses engine.DefaultBackoff.
 	RetryDelay func(queue string, attempt int) time.Duration
+	// QueueTimeout is the default timeout of the jobs of queue that set
+	// none, applied at the remote workers' claims (store.ClaimParams
+	// DefaultTimeout), as the engine's pools apply theirs. jobd serve
+	// passes the engine's QueueTimeout; nil means none.
+	QueueTimeout func(queue string) time.Duration
 	// Async serves the async gateway's result routes (/api/v1/async/...)
 	// once this API has checked their scope; it sees the request as it
 	// came. Nil answers them 404.
@@ -82,6 +88,9 @@ type Config struct {
 	MetricsPublic bool
 	// Observer records what the API does, for metrics and traces.
 	Observer Observer
+	// Schedules applies the rules of schedules (/api/v1/schedules/...);
+	// nil makes one over Store, with Clock, Logger and MaxArgsBytes.
+	Schedules *schedule.Scheduler
 }
 
 func (c Config) withDefaults() Config {
@@ -132,6 +141,8 @@ type server struct {
 	obs     Observer
 	// claims remembers the remote workers' claims until their outcomes.
 	claims claimNotes
+	// schedules holds the rules of schedules.
+	schedules *schedule.Scheduler
 }
 
 // New returns the API handler.
@@ -148,6 +159,14 @@ func New(cfg Config) (http.Handler, error) {
 		started: cfg.Clock.Now(),
 		auth:    newAuthenticator(cfg.Store, cfg.AdminSecret),
 		obs:     cfg.Observer,
+	}
+	s.schedules = cfg.Schedules
+	if s.schedules == nil {
+		var err error
+		s.schedules, err = schedule.New(schedule.Config{Store: cfg.Store, Clock: cfg.Clock, Logger: cfg.Logger, MaxArgsBytes: cfg.MaxArgsBytes})
+		if err != nil {
+			return nil, err
+		}
 	}
 	mux := http.NewServeMux()
 	for _, rt := range s.routes() {
@@ -181,6 +200,7 @@ func (s *server) routes() []route {
 		{"GET", "/api/v1/jobs/{id}", scopeRead, s.getJob},
 		{"POST", "/api/v1/jobs/{id}/cancel", scopeAdmin, s.cancel},
 		{"POST", "/api/v1/jobs/{id}/retry", scopeAdmin, s.retry},
+		{"POST", "/api/v1/jobs/{id}/rerun", scopeAdmin, s.rerun},
 		{"GET", "/api/v1/jobs/{id}/events", scopeRead, s.events},
 		{"GET", "/api/v1/jobs/{id}/stream", scopeRead, s.stream},
 
@@ -190,6 +210,14 @@ func (s *server) routes() []route {
 		{"GET", "/api/v1/queues", scopeRead, s.queues},
 		{"POST", "/api/v1/queues/{name}/pause", scopeAdmin, s.pauseQueue},
 		{"POST", "/api/v1/queues/{name}/resume", scopeAdmin, s.resumeQueue},
+
+		{"GET", "/api/v1/schedules", scopeRead, s.listSchedules},
+		{"GET", "/api/v1/schedules/{name}", scopeRead, s.getSchedule},
+		{"PUT", "/api/v1/schedules/{name}", scopeAdmin, s.putSchedule},
+		{"DELETE", "/api/v1/schedules/{name}", scopeAdmin, s.deleteSchedule},
+		{"POST", "/api/v1/schedules/{name}/pause", scopeAdmin, s.pauseSchedule},
+		{"POST", "/api/v1/schedules/{name}/resume", scopeAdmin, s.resumeSchedule},
+		{"POST", "/api/v1/schedules/{name}/trigger", scopeAdmin, s.triggerSchedule},
 
 		{"POST", "/api/v1/workers", scopeAdmin, s.createWorker},
 		{"GET", "/api/v1/workers", scopeAdmin, s.listWorkers},

@@ -18,12 +18,12 @@ import (
 // of them fails, and is retried the same way.
 const claimRetries = 5
 
-// claimAfterSQL is claimSQL that starts after a cursor ($8, $9, $10): a
+// claimAfterSQL is claimSQL that starts after a cursor ($9, $10, $11): a
 // second statement rather than an optional condition, so that the cursor
 // is an index condition of the claim index (where the scan starts), not a
 // filter applied after walking from the index's first entry.
 var claimAfterSQL = strings.Replace(claimSQL, claimAfterMark,
-	claimAfterMark+"\n      AND (priority, run_at, id) > ($8::integer, $9::timestamptz, $10::uuid)", 1)
+	claimAfterMark+"\n      AND (priority, run_at, id) > ($9::integer, $10::timestamptz, $11::uuid)", 1)
 
 // claimAfterMark is the line of claim.sql after which the cursor goes.
 const claimAfterMark = "      AND queue = $2"
@@ -42,7 +42,7 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 		caps = []string{}
 	}
 	query, args := claimSQL, []any{s.now(), params.Queue, params.Max, params.Owner,
-		caps, nullText(params.WorkerID), params.PreferWindow}
+		caps, nullText(params.WorkerID), params.PreferWindow, durationPtr(params.DefaultTimeout)}
 	if a := params.After; a != nil {
 		query, args = claimAfterSQL, append(args, a.Priority, a.RunAt, a.ID)
 	}

@@ -80,6 +80,9 @@ type insertBatch struct {
 	lockKeys, partitionKeys, idemKeys, argHashes []string
 	requires, prefers                            []*string // array literals; nil for none
 	traceParents                                 []string
+	timeouts                                     []*time.Duration // nil for none
+	schedules                                    []string
+	scheduledFors                                []*time.Time
 }
 
 func (b *insertBatch) add(p *job.InsertParams, argsHash string) error {
@@ -102,6 +105,9 @@ func (b *insertBatch) add(p *job.InsertParams, argsHash string) error {
 	b.requires = append(b.requires, arrayLiteral(p.Requires))
 	b.prefers = append(b.prefers, arrayLiteral(p.Prefers))
 	b.traceParents = append(b.traceParents, p.TraceParent)
+	b.timeouts = append(b.timeouts, durationPtr(p.Timeout))
+	b.schedules = append(b.schedules, p.Schedule)
+	b.scheduledFors = append(b.scheduledFors, timePtr(p.ScheduledFor))
 	return nil
 }
 
@@ -157,7 +163,7 @@ func (s *executor) insertRound(ctx context.Context, q querier, batch normalized,
 	}
 	rows, err := q.Query(ctx, insertSQL, s.now(), b.ids, b.queues, b.kinds, b.args, b.priorities,
 		b.runAts, b.maxAttempts, b.leaseTTLs, b.lockKeys, b.partitionKeys, b.idemKeys, b.argHashes,
-		b.requires, b.prefers, b.traceParents)
+		b.requires, b.prefers, b.traceParents, b.timeouts, b.schedules, b.scheduledFors)
 	if err != nil {
 		return nil, errorf("postgres: insert jobs: %w", err)
 	}

@@ -61,6 +61,8 @@ var (
 	lockExpiredSQL string
 	//go:embed sql/lock_held.sql
 	lockHeldSQL string
+	//go:embed sql/lock_timed_out.sql
+	lockTimedOutSQL string
 	//go:embed sql/migrate_applied.sql
 	migrateAppliedSQL string
 	//go:embed sql/migrate_lock.sql

@@ -58,7 +58,7 @@ func checkPlans(t *testing.T, s *Store) {
 		sql.Named("batch", "[]"), sql.Named("owner", ""),
 		sql.Named("caps", "[]"), sql.Named("worker", nil), sql.Named("window", int64(0)),
 		sql.Named("after", 0), sql.Named("after_priority", nil), sql.Named("after_run_at", nil),
-		sql.Named("leases", "[]"), sql.Named("state", "succeeded"),
+		sql.Named("leases", "[]"), sql.Named("state", "succeeded"), sql.Named("default_timeout_us", nil),
 		sql.Named("id", ""), sql.Named("token", ""), sql.Named("result", nil), sql.Named("run_at", nil),
 		sql.Named("attempt", 1), sql.Named("finished_at", nil), sql.Named("last_error", nil),
 		sql.Named("attempted_at", nil), sql.Named("entries", nil),
@@ -73,6 +73,7 @@ func checkPlans(t *testing.T, s *Store) {
 		{"held leases", lockHeldSQL, []string{"SEARCH j USING INDEX sqlite_autoindex_jobd_jobs_1 (id=?)"}},
 		{"apply decisions", setStateIfRunningSQL, []string{"SEARCH jobd_jobs USING INDEX sqlite_autoindex_jobd_jobs_1 (id=?)"}},
 		{"expired leases", lockExpiredSQL, []string{"USING INDEX jobd_jobs_lease_idx"}},
+		{"timed-out attempts", lockTimedOutSQL, []string{"USING INDEX jobd_jobs_lease_idx"}},
 		{"prune", pruneJobsSQL, []string{"USING INDEX jobd_jobs_finished_idx"}},
 		{"feed", jobListFeedSQL, []string{"USING INDEX jobd_jobs_updated_idx"}},
 	} {

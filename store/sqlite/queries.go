@@ -98,6 +98,9 @@ var lockExpiredSQL string
 //go:embed sql/lock_held.sql
 var lockHeldSQL string
 
+//go:embed sql/lock_timed_out.sql
+var lockTimedOutSQL string
+
 //go:embed sql/migration_applied.sql
 var migrationAppliedSQL string
 

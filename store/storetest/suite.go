@@ -43,7 +43,9 @@ func Run(t *testing.T, open func(t *testing.T, c clock.Clock) store.Store) {
 		{"Progress", progressTests},
 		{"Cancel", cancelTests},
 		{"Retry", retryTests},
+		{"Rerun", rerunTests},
 		{"Rescue", rescueTests},
+		{"TimeOut", timeoutTests},
 		{"Journal", journalTests},
 		{"Prune", pruneTests},
 		{"Take", takeTests},
@@ -54,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T, c clock.Clock) store.Store) {
 		{"Key", keyTests},
 		{"Worker", workerTests},
 		{"Process", processTests},
+		{"Schedule", scheduleTests},
 		{"Tx", txTests},
 		{"Health", healthTests},
 	}

@@ -6,7 +6,7 @@
 -- success; :batch is a JSON array of {"id", "token", "owner", "result"},
 -- result being the result's JSON text or absent, and owner the lease
 -- owner ('': not fenced by it). Fenced like every finish: a job whose row
--- does not come back had lost its lease.
+-- does not come back had lost its lease (or passed its deadline).
 --
 -- Planned against any statistics: the jobs come from the IN list (a
 -- primary-key search per id), their values from temp.jobd_batch, where
@@ -21,6 +21,7 @@ SET state = :state,
     finished_at = :now,
     lease_token = NULL,
     lease_expires_at = NULL,
+    deadline = NULL,
     updated_at = :stamp
 FROM temp.jobd_batch AS b
 WHERE jobd_jobs.id IN (SELECT value ->> 'id' FROM json_each(:batch))
@@ -28,4 +29,5 @@ WHERE jobd_jobs.id IN (SELECT value ->> 'id' FROM json_each(:batch))
   AND jobd_jobs.state = 'running'
   AND jobd_jobs.lease_token = b.v_token
   AND (coalesce(b.v_owner, '') = '' OR jobd_jobs.lease_owner = b.v_owner)
+  AND (jobd_jobs.deadline IS NULL OR jobd_jobs.deadline > :now)
 RETURNING id
