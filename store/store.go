@@ -88,6 +88,7 @@ type Executor interface {
 	KeyStore
 	WorkerStore
 	ProcessStore
+	WebhookStore
 	// Wake tells the workers of queues, on every node sharing the
 	// database, that jobs may be available: at once, or, inside a
 	// transaction, once it commits.

@@ -18,7 +18,7 @@ import (
 //	lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
 //	idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
 //	last_error, created_at, started_at, finished_at, updated_at,
-//	requires, prefers, attempted_at, trace_parent
+//	requires, prefers, attempted_at, trace_parent, callback_url
 //
 // The journal column is not among them: only JobEvents reads it.
 type jobRow struct {
@@ -26,7 +26,7 @@ type jobRow struct {
 	state                                                string
 	leaseToken                                           pgtype.UUID
 	leaseOwner, lockKey, partitionKey, idemKey, argsHash pgtype.Text
-	lastError, traceParent                               pgtype.Text
+	lastError, traceParent, callbackURL                  pgtype.Text
 	args, progress, checkpoint, result                   []byte
 }
 
@@ -38,7 +38,7 @@ func (r *jobRow) dest() []any {
 		&r.leaseToken, &r.leaseOwner, &j.LeaseExpiresAt, &j.HeartbeatAt, &r.lockKey, &r.partitionKey,
 		&r.idemKey, &r.argsHash, &j.CancelRequested, &r.progress, &r.checkpoint, &r.result,
 		&r.lastError, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.UpdatedAt,
-		&j.Requires, &j.Prefers, &j.AttemptedAt, &r.traceParent,
+		&j.Requires, &j.Prefers, &j.AttemptedAt, &r.traceParent, &r.callbackURL,
 	}
 }
 
@@ -55,6 +55,7 @@ func (r *jobRow) job() (*job.Job, error) {
 	j.ArgsHash = r.argsHash.String
 	j.LastError = r.lastError.String
 	j.TraceParent = r.traceParent.String
+	j.CallbackURL = r.callbackURL.String
 	j.Checkpoint = r.checkpoint
 	j.Result = r.result
 	if r.progress != nil {

@@ -26,6 +26,7 @@ var jobColumns = []string{
 	"requires", "prefers", // 002_workers
 	"attempted_at", // 004_journal
 	"trace_parent", // 005_trace_parent
+	"callback_url", // 006_webhooks
 }
 
 // scanner is *sql.Row or *sql.Rows.
@@ -44,7 +45,7 @@ func scanJob(sc scanner) (*job.Job, error) {
 		token, owner, lockKey, partKey, idem   sql.NullString
 		argsHash, progress, checkpoint, result sql.NullString
 		lastError, requires, prefers           sql.NullString
-		traceParent                            sql.NullString
+		traceParent, callbackURL               sql.NullString
 		expiresAt, heartbeatAt, attemptedAt    sql.NullInt64
 		startedAt, finishedAt                  sql.NullInt64
 		cancelRequested                        int64
@@ -56,7 +57,7 @@ func scanJob(sc scanner) (*job.Job, error) {
 		&lockKey, &partKey, &idem, &argsHash,
 		&cancelRequested, &progress, &checkpoint, &result, &lastError,
 		&createdAt, &startedAt, &finishedAt, &updatedAt,
-		&requires, &prefers, &attemptedAt, &traceParent,
+		&requires, &prefers, &attemptedAt, &traceParent, &callbackURL,
 	)
 	if err != nil {
 		return nil, notFound(err)
@@ -80,6 +81,7 @@ func scanJob(sc scanner) (*job.Job, error) {
 	j.LeaseTTL = time.Duration(leaseTTL) * time.Microsecond
 	j.LeaseOwner = owner.String
 	j.TraceParent = traceParent.String
+	j.CallbackURL = callbackURL.String
 	j.LeaseExpiresAt = fromNullMicro(expiresAt)
 	j.HeartbeatAt = fromNullMicro(heartbeatAt)
 	j.LockKey = lockKey.String

@@ -6,7 +6,9 @@
 -- success; :batch is a JSON array of {"id", "token", "owner", "result"},
 -- result being the result's JSON text or absent, and owner the lease
 -- owner ('': not fenced by it). Fenced like every finish: a job whose row
--- does not come back had lost its lease.
+-- does not come back had lost its lease; one that comes back with
+-- callback true has a callback URL, whose callback the driver records in
+-- the outbox (webhook_events_record.sql) in this same transaction.
 UPDATE jobd_jobs
 SET state = :state,
     result = b.value ->> 'result',
@@ -19,4 +21,4 @@ WHERE jobd_jobs.id = b.value ->> 'id'
   AND jobd_jobs.state = 'running'
   AND jobd_jobs.lease_token = b.value ->> 'token'
   AND (coalesce(b.value ->> 'owner', '') = '' OR jobd_jobs.lease_owner = b.value ->> 'owner')
-RETURNING id
+RETURNING id, callback_url IS NOT NULL AS callback

@@ -10,6 +10,10 @@
 -- The journal is NULL (no entries stored) or a JSON array of objects,
 -- never empty: the entries, in the same form, go after its last element;
 -- json() checks the result.
+--
+-- Returns the ids it changed; callback is true for a job made final that
+-- has a callback URL, whose callback the driver records in the outbox
+-- (webhook_events_record.sql) in this same transaction.
 UPDATE jobd_jobs
 SET state = d.value ->> 'state',
     run_at = coalesce(d.value ->> 'run_at', run_at),
@@ -30,3 +34,4 @@ FROM json_each(:batch) AS d
 WHERE jobd_jobs.id = d.value ->> 'id'
   AND jobd_jobs.state = 'running'
   AND jobd_jobs.lease_token = d.value ->> 'token'
+RETURNING id, callback_url IS NOT NULL AND finished_at IS NOT NULL AS callback
