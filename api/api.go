@@ -90,6 +90,9 @@ type Job struct {
 	// submitter's trace, which each execution joins); absent for none. A
 	// remote worker can continue that trace with it.
 	TraceParent string `json:"trace_parent,omitempty"`
+	// CallbackURL is where jobd POSTs the job each time it becomes final
+	// (a webhook of type job.finished); absent for none.
+	CallbackURL string `json:"callback_url,omitempty"`
 }
 
 // SubmitRequest is the body of POST /api/v1/jobs. Only Kind is required.
@@ -118,6 +121,12 @@ type SubmitRequest struct {
 	// idle online worker with them exists. At most 32 short names each.
 	Requires []string `json:"requires,omitempty"`
 	Prefers  []string `json:"prefers,omitempty"`
+	// CallbackURL, an absolute http:// or https:// URL of at most 2 KiB,
+	// receives the job each time it becomes final (a webhook of type
+	// job.finished, signed with the server's callback secret). The server
+	// refuses to call loopback, link-local and private addresses unless
+	// configured otherwise.
+	CallbackURL string `json:"callback_url,omitempty"`
 }
 
 // JobList is one page of GET /api/v1/jobs.
