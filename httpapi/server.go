@@ -20,6 +20,7 @@ import (
 	"github.com/jobd/jobd/internal/problem"
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/store"
+	"github.com/jobd/jobd/webhook"
 )
 
 // Defaults of Config.
@@ -82,6 +83,9 @@ type Config struct {
 	MetricsPublic bool
 	// Observer records what the API does, for metrics and traces.
 	Observer Observer
+	// Webhooks serves /api/v1/webhooks (the operators' subscriptions to
+	// alerts); nil answers them 404.
+	Webhooks *webhook.Service
 }
 
 func (c Config) withDefaults() Config {
@@ -211,6 +215,13 @@ func (s *server) routes() []route {
 		{"GET", "/api/v1/processes/{ns}/{id}", scopeRead, s.getProcess},
 		{"DELETE", "/api/v1/processes/{ns}/{id}", scopeAdmin, s.deleteProcess},
 		{"GET", "/api/v1/processes/{ns}", scopeRead, s.listProcesses},
+
+		{"POST", "/api/v1/webhooks", scopeAdmin, s.createWebhook},
+		{"GET", "/api/v1/webhooks", scopeAdmin, s.listWebhooks},
+		{"GET", "/api/v1/webhooks/{id}", scopeAdmin, s.getWebhook},
+		{"PUT", "/api/v1/webhooks/{id}", scopeAdmin, s.updateWebhook},
+		{"DELETE", "/api/v1/webhooks/{id}", scopeAdmin, s.deleteWebhook},
+		{"POST", "/api/v1/webhooks/{id}/test", scopeAdmin, s.testWebhook},
 
 		{"POST", "/api/v1/keys", scopeAdmin, s.createKey},
 		{"GET", "/api/v1/keys", scopeAdmin, s.listKeys},
