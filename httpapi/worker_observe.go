@@ -89,7 +89,9 @@ func (s *server) finished(ctx context.Context, out store.Outcome, res store.Fini
 		s.log.DebugContext(ctx, "api: a remote worker's outcome", "job_id", out.ID, "outcome", o.String(),
 			"state", res.State, "request_id", RequestID(ctx))
 	}
-	n, ok := s.claims.take(out.Lease)
+	// Claims are noted by the lease without its owner (claimed), which
+	// a worker's outcome carries since the owner joined the fence.
+	n, ok := s.claims.take(store.Lease{ID: out.ID, Token: out.Token})
 	if !ok {
 		if res.Lost {
 			return
