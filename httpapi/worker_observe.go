@@ -39,7 +39,12 @@ type claimNotes struct {
 	m  map[store.Lease]claimNote
 }
 
+// noteKey is the key of a claim's note: its job and token (the owner
+// an outcome names is checked by the store, not here).
+func noteKey(l store.Lease) store.Lease { return store.Lease{ID: l.ID, Token: l.Token} }
+
 func (c *claimNotes) put(l store.Lease, n claimNote) {
+	l = noteKey(l)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
@@ -59,6 +64,7 @@ func (c *claimNotes) put(l store.Lease, n claimNote) {
 }
 
 func (c *claimNotes) take(l store.Lease) (claimNote, bool) {
+	l = noteKey(l)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n, ok := c.m[l]
@@ -89,9 +95,7 @@ func (s *server) finished(ctx context.Context, out store.Outcome, res store.Fini
 		s.log.DebugContext(ctx, "api: a remote worker's outcome", "job_id", out.ID, "outcome", o.String(),
 			"state", res.State, "request_id", RequestID(ctx))
 	}
-	// Claims are noted by the lease without its owner (claimed), which
-	// a worker's outcome carries since the owner joined the fence.
-	n, ok := s.claims.take(store.Lease{ID: out.ID, Token: out.Token})
+	n, ok := s.claims.take(out.Lease)
 	if !ok {
 		if res.Lost {
 			return

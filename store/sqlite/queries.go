@@ -11,6 +11,12 @@ var claimCandidatesSQL string
 //go:embed sql/queue_health.sql
 var queueHealthSQL string
 
+//go:embed sql/batch_prepare.sql
+var batchPrepareSQL string
+
+//go:embed sql/batch_load.sql
+var batchLoadSQL string
+
 //go:embed sql/claim_jobs.sql
 var claimJobsSQL string
 

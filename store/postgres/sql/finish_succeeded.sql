@@ -7,6 +7,9 @@
 -- decides for a success, $6 lease owners ('': not fenced by the owner).
 -- Returns only the ids that finished; a missing id lost its lease.
 --
+-- j.id = ANY (ARRAY[o.id]): a probe of the primary key per job whatever
+-- the statistics, never a walk of it (see claim.sql).
+--
 -- A job with a callback URL records its callback in the outbox, in this
 -- same statement (store.WebhookStore); for the others the outbox's
 -- INSERT reads the rows the UPDATE returned and writes nothing.
@@ -19,7 +22,7 @@ WITH done AS (
         finished_at = coalesce($1::timestamptz, now()),
         updated_at = coalesce($1::timestamptz, now())
     FROM unnest($2::uuid[], $3::uuid[], $4::jsonb[], $6::text[]) AS o(id, token, result, owner)
-    WHERE j.id = o.id
+    WHERE j.id = ANY (ARRAY[o.id])
       AND j.state = 'running'
       AND j.lease_token = o.token
       AND (o.owner = '' OR j.lease_owner = o.owner)

@@ -32,7 +32,9 @@ WITH done AS (
                 $12::text[])
         AS d(id, token, state, run_at, attempt, finished_at, result, last_error,
              entries, attempted_at, alert)
-    WHERE j.id = d.id
+    -- A probe of the primary key per job whatever the statistics, never a
+    -- walk of it (see claim.sql).
+    WHERE j.id = ANY (ARRAY[d.id])
       AND j.state = 'running'
       AND j.lease_token = d.token
     RETURNING j.id, j.queue, j.kind, j.state, j.run_at, j.updated_at, j.attempt, j.max_attempts,
