@@ -1,9 +1,10 @@
 // Package httpapi serves jobd's HTTP API v1: job submission, reads, the
 // updated-since feed, live progress (long-poll and Server-Sent Events),
-// cancel and retry, queues, API keys, the dataloader-compatible trigger and
-// status routes, health, status and the OpenAPI document. Handlers speak
-// to a store.Store and contain no SQL; every error answer is an RFC 9457
-// problem document.
+// cancel and retry, queues, API keys, webhook subscriptions, the
+// dataloader-compatible trigger and status routes, health, status and the
+// OpenAPI document. Handlers speak to a store.Store (and the services of
+// processes and webhooks) and contain no SQL; every error answer is an
+// RFC 9457 problem document.
 package httpapi
 
 import (
