@@ -219,7 +219,7 @@ type receiver struct {
 
 func newReceiver(t *testing.T) *receiver {
 	t.Helper()
-	r := &receiver{got: make(chan request, 100)}
+	r := &receiver{got: make(chan request, 1000)}
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		r.mu.Lock()
@@ -233,7 +233,10 @@ func newReceiver(t *testing.T) *receiver {
 			Signature: req.Header.Get("webhook-signature"), Body: body, Status: status}
 		_ = json.Unmarshal(body, &got.Payload)
 		w.WriteHeader(status)
-		r.got <- got
+		select {
+		case r.got <- got:
+		default: // a test that does not read them all: drop the rest
+		}
 	}))
 	t.Cleanup(r.Close)
 	return r
