@@ -48,12 +48,23 @@ func (s *Service) dispatch(ctx context.Context) error {
 			break
 		}
 	}
-	n, err := s.flush(ctx)
-	total += n
-	if err != nil {
-		return fmt.Errorf("webhook: suppressed alerts: %w", err)
+	if now := s.clock.Now(); now.Sub(s.flushed) >= s.flushEvery() {
+		n, err := s.flush(ctx)
+		total += n
+		if err != nil {
+			return fmt.Errorf("webhook: suppressed alerts: %w", err)
+		}
+		s.flushed = now
 	}
 	return nil
+}
+
+// flushEvery is how often a node looks for the counts of suppressed
+// alerts that are due: a sixth of the rate limit's interval, so that a
+// count goes out at most that late, and the store is not asked each
+// second.
+func (s *Service) flushEvery() time.Duration {
+	return max(s.cfg.AlertInterval/6, s.cfg.DispatchInterval)
 }
 
 // dispatchOnce takes a batch of the outbox and, in the same transaction,

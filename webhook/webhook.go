@@ -180,6 +180,10 @@ type Service struct {
 	open        *http.Client // the subscriptions': anywhere
 	guarded     *http.Client // the callbacks': public addresses only
 
+	// flushed is when the dispatcher last looked for due counts of
+	// suppressed alerts; its loop is the only one to use it.
+	flushed time.Time
+
 	signals TestSignals
 }
 
