@@ -110,6 +110,9 @@ type Job struct {
 	Rerun          int             `json:"rerun"`
 	PreviousState  State           `json:"previous_state,omitempty"`
 	PreviousResult json.RawMessage `json:"previous_result"`
+	// CallbackURL is where jobd POSTs the job each time it becomes final
+	// (a webhook of type job.finished); absent for none.
+	CallbackURL string `json:"callback_url,omitempty"`
 }
 
 // SubmitRequest is the body of POST /api/v1/jobs. Only Kind is required.
@@ -141,6 +144,12 @@ type SubmitRequest struct {
 	// Timeout bounds each attempt's run time at the server (at least
 	// 1s); default none, or the queue's default timeout.
 	Timeout Duration `json:"timeout,omitempty"`
+	// CallbackURL, an absolute http:// or https:// URL of at most 2 KiB,
+	// receives the job each time it becomes final (a webhook of type
+	// job.finished, signed with the server's callback secret). The server
+	// refuses to call loopback, link-local and private addresses unless
+	// configured otherwise.
+	CallbackURL string `json:"callback_url,omitempty"`
 }
 
 // JobList is one page of GET /api/v1/jobs.

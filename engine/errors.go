@@ -81,3 +81,10 @@ func truncate(s string, n int) string {
 	}
 	return s[:cut] + mark
 }
+
+// IsPermanent reports whether err, or an error it wraps, was marked by
+// Permanent: the job it fails fails now, whatever attempts it has left.
+func IsPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p)
+}

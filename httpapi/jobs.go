@@ -36,6 +36,7 @@ type submitBody struct {
 	Requires       []string        `json:"requires"`
 	Prefers        []string        `json:"prefers"`
 	Timeout        *string         `json:"timeout"`
+	CallbackURL    string          `json:"callback_url"`
 }
 
 func (b *submitBody) params() (job.InsertParams, error) {
@@ -43,7 +44,7 @@ func (b *submitBody) params() (job.InsertParams, error) {
 		Queue: b.Queue, Kind: b.Kind, Args: b.Args, Priority: b.Priority,
 		LockKey: b.LockKey, PartitionKey: b.PartitionKey,
 		IdempotencyKey: b.IdempotencyKey, Unique: b.Unique,
-		Requires: b.Requires, Prefers: b.Prefers,
+		Requires: b.Requires, Prefers: b.Prefers, CallbackURL: b.CallbackURL,
 	}
 	if b.MaxAttempts != nil {
 		// Sent, it is meant: 0 is not "the default" (job.InsertParams'

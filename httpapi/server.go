@@ -1,9 +1,10 @@
 // Package httpapi serves jobd's HTTP API v1: job submission, reads, the
 // updated-since feed, live progress (long-poll and Server-Sent Events),
-// cancel and retry, queues, API keys, the dataloader-compatible trigger and
-// status routes, health, status and the OpenAPI document. Handlers speak
-// to a store.Store and contain no SQL; every error answer is an RFC 9457
-// problem document.
+// cancel and retry, queues, API keys, webhook subscriptions, the
+// dataloader-compatible trigger and status routes, health, status and the
+// OpenAPI document. Handlers speak to a store.Store (and the services of
+// processes and webhooks) and contain no SQL; every error answer is an
+// RFC 9457 problem document.
 package httpapi
 
 import (
@@ -21,6 +22,7 @@ import (
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/schedule"
 	"github.com/jobd/jobd/store"
+	"github.com/jobd/jobd/webhook"
 )
 
 // Defaults of Config.
@@ -91,6 +93,9 @@ type Config struct {
 	// Schedules applies the rules of schedules (/api/v1/schedules/...);
 	// nil makes one over Store, with Clock, Logger and MaxArgsBytes.
 	Schedules *schedule.Scheduler
+	// Webhooks serves /api/v1/webhooks (the operators' subscriptions to
+	// alerts); nil answers them 404.
+	Webhooks *webhook.Service
 }
 
 func (c Config) withDefaults() Config {
@@ -239,6 +244,13 @@ func (s *server) routes() []route {
 		{"GET", "/api/v1/processes/{ns}/{id}", scopeRead, s.getProcess},
 		{"DELETE", "/api/v1/processes/{ns}/{id}", scopeAdmin, s.deleteProcess},
 		{"GET", "/api/v1/processes/{ns}", scopeRead, s.listProcesses},
+
+		{"POST", "/api/v1/webhooks", scopeAdmin, s.createWebhook},
+		{"GET", "/api/v1/webhooks", scopeAdmin, s.listWebhooks},
+		{"GET", "/api/v1/webhooks/{id}", scopeAdmin, s.getWebhook},
+		{"PUT", "/api/v1/webhooks/{id}", scopeAdmin, s.updateWebhook},
+		{"DELETE", "/api/v1/webhooks/{id}", scopeAdmin, s.deleteWebhook},
+		{"POST", "/api/v1/webhooks/{id}/test", scopeAdmin, s.testWebhook},
 
 		{"POST", "/api/v1/keys", scopeAdmin, s.createKey},
 		{"GET", "/api/v1/keys", scopeAdmin, s.listKeys},

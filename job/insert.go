@@ -59,6 +59,9 @@ type InsertParams struct {
 	// the job (see Job.Schedule); set by the schedule ticker.
 	Schedule     string
 	ScheduledFor time.Time
+	// CallbackURL is where jobd POSTs the job once it is final; "" for
+	// none (see CheckCallbackURL).
+	CallbackURL string
 }
 
 // Normalize validates p, fills its defaults in place and, for
@@ -116,6 +119,9 @@ func (p *InsertParams) Normalize(maxArgs int) (argsHash string, err error) {
 	}
 	if p.TraceParent != "" && !ValidTraceParent(p.TraceParent) {
 		return "", Invalid("trace_parent", "must be a W3C traceparent of version 00")
+	}
+	if err := CheckCallbackURL("callback_url", p.CallbackURL); err != nil {
+		return "", err
 	}
 	if p.Requires, err = NormalizeCapabilities("requires", p.Requires); err != nil {
 		return "", err

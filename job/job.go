@@ -100,6 +100,9 @@ type Job struct {
 	// started (see ValidTraceParent); "" for none. Each execution of the
 	// job is a span of that trace.
 	TraceParent string
+	// CallbackURL is where jobd POSTs the job once it is final (every
+	// time it becomes final: a retried job calls it again); "" for none.
+	CallbackURL string
 
 	CreatedAt  time.Time
 	StartedAt  *time.Time

@@ -133,6 +133,32 @@ type Gateway interface {
 	UpstreamCall(upstream string, status int, took time.Duration)
 }
 
+// Webhooks records the attempts of webhook deliveries.
+type Webhooks interface {
+	// WebhookAttempt records one attempt of a delivery of event (an
+	// api.Event… type: a bounded set), its outcome (one of the
+	// Webhook… outcomes) and its duration.
+	WebhookAttempt(event, outcome string, took time.Duration)
+}
+
+// The outcomes of a webhook delivery's attempt.
+const (
+	// WebhookDelivered: the receiver answered 2xx.
+	WebhookDelivered = "delivered"
+	// WebhookRetried: it failed and will be tried again.
+	WebhookRetried = "retried"
+	// WebhookFailed: it failed for good (a 4xx, its attempts used up).
+	WebhookFailed = "failed"
+	// WebhookRefused: a callback's address is not allowed.
+	WebhookRefused = "refused"
+	// WebhookSkipped: nothing to send any more (the callback's job was
+	// retried or removed since, the subscription deleted).
+	WebhookSkipped = "skipped"
+)
+
+// WebhookOutcomes lists every outcome of a webhook attempt.
+var WebhookOutcomes = []string{WebhookDelivered, WebhookRetried, WebhookFailed, WebhookRefused, WebhookSkipped}
+
 // Stage is a stage of a durable process's task, named after the
 // progressor's histograms.
 type Stage uint8
@@ -219,6 +245,7 @@ var (
 	_ HTTP         = Nop{}
 	_ Gateway      = Nop{}
 	_ Process      = Nop{}
+	_ Webhooks     = Nop{}
 	_ Tracer       = Nop{}
 	_ Span         = Nop{}
 )
@@ -272,3 +299,6 @@ func (Nop) Inject(context.Context, http.Header) {}
 
 // End does nothing.
 func (Nop) End(Outcome, string, time.Time) {}
+
+// WebhookAttempt does nothing.
+func (Nop) WebhookAttempt(string, string, time.Duration) {}

@@ -66,3 +66,23 @@ func CheckTaskResult(r ProcessTaskResult) error {
 	}
 	return nil
 }
+
+// CheckWebhook refuses a subscription without its id, URL, events or
+// secret, or with text no store keeps (NUL, invalid UTF-8). What makes a
+// URL or an event valid is package webhook's to say.
+func CheckWebhook(w Webhook, create bool) error {
+	if w.ID == "" || w.URL == "" || len(w.Events) == 0 || (create && w.Secret == "") {
+		return job.Invalid("webhook", "id, url, events and secret are required")
+	}
+	for field, v := range map[string]string{"id": w.ID, "url": w.URL, "secret": w.Secret, "filter.queue": w.Queue, "filter.kind": w.Kind} {
+		if err := job.CheckText(field, v); err != nil {
+			return err
+		}
+	}
+	for _, e := range w.Events {
+		if err := job.CheckText("events", e); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -30,11 +30,13 @@ func OwnerOf(l Lease, owner string) string {
 }
 
 // Decided is a transition decided for a held job, for a driver to apply
-// fenced by its lease: state running and the lease token.
+// fenced by its lease: state running and the lease token. Alert is the
+// outbox event it records with it (AlertOf), "" for none.
 type Decided struct {
 	Lease
 	Queue string
 	job.Transition
+	Alert string
 }
 
 // DecideFinish decides what each outcome does (job.Finish), at now, given
@@ -64,7 +66,7 @@ func DecideFinish(outcomes []Outcome, held []Held, now time.Time) ([]Decided, []
 		if err != nil {
 			return nil, nil, fmt.Errorf("finish job %s: %w", o.ID, err)
 		}
-		decided = append(decided, Decided{Lease: h.Lease, Queue: h.Queue, Transition: t})
+		decided = append(decided, Decided{Lease: h.Lease, Queue: h.Queue, Transition: t, Alert: AlertOf(t)})
 		results[i] = resultOf(t)
 	}
 	return decided, results, nil
@@ -79,7 +81,7 @@ func DecideRescue(held []Held, now time.Time) ([]Decided, error) {
 		if err != nil {
 			return nil, fmt.Errorf("rescue job %s: %w", h.ID, err)
 		}
-		decided[i] = Decided{Lease: h.Lease, Queue: h.Queue, Transition: t}
+		decided[i] = Decided{Lease: h.Lease, Queue: h.Queue, Transition: t, Alert: AlertOf(t)}
 	}
 	return decided, nil
 }

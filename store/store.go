@@ -89,6 +89,7 @@ type Executor interface {
 	WorkerStore
 	ProcessStore
 	ScheduleStore
+	WebhookStore
 	// Wake tells the workers of queues, on every node sharing the
 	// database, that jobs may be available: at once, or, inside a
 	// transaction, once it commits.
@@ -152,7 +153,9 @@ type JobStore interface {
 	// A cancel request wins: a job whose cancel was requested and whose
 	// holder reports a failure (retryable or not) or a release ends
 	// canceled (journal "canceled"), never queued again; a success still
-	// succeeds.
+	// succeeds. A job it makes final that has a callback URL records a
+	// WebhookCallback event in the outbox, and one it fails for good a
+	// WebhookJobFailed event (see WebhookStore), in the same transaction.
 	JobFinish(ctx context.Context, outcomes []Outcome) ([]FinishResult, error)
 
 	// JobCancel cancels a queued job at once (state canceled, journal
@@ -160,7 +163,9 @@ type JobStore interface {
 	// "cancel-requested"), and returns the job (job.Cancel). It is
 	// idempotent: for a running job whose cancel was already requested it
 	// returns the job and writes nothing. job.ErrWrongState when the job
-	// is already final. Asking a running job to stop notifies its holder
+	// is already final. Canceling a queued job that has a callback URL
+	// records its WebhookCallback event (see WebhookStore) in the same
+	// transaction. Asking a running job to stop notifies its holder
 	// at once, whatever its node (see Listen), once the request has
 	// committed.
 	JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error)
@@ -187,7 +192,8 @@ type JobStore interface {
 	// now) back (job.Rescue): to queued (run_at now, journal "rescued"), or
 	// to failed when they used all their attempts (journal "failed"), or to
 	// canceled when their cancel was requested (journal "canceled"). At
-	// most limit jobs per call.
+	// most limit jobs per call. Each records its outbox events as JobFinish
+	// does, and WebhookJobRescued for a job put back in its queue.
 	JobRescue(ctx context.Context, limit int) (int, error)
 	// JobTimeOut ends the attempts of running jobs whose deadline passed
 	// (deadline <= now; see JobClaim) (job.TimeOut): back to queued at
@@ -200,7 +206,8 @@ type JobStore interface {
 	JobTimeOut(ctx context.Context, params TimeOutParams) (int, error)
 	// JobPrune deletes finished jobs (succeeded, failed, canceled) whose
 	// finished_at is before before, and their events. At most limit jobs
-	// per call.
+	// per call; and up to limit outbox events older than before (see
+	// WebhookStore), which nobody dispatched.
 	JobPrune(ctx context.Context, before time.Time, limit int) (int, error)
 	// JobPruneQueue is JobPrune for the jobs of one queue: it deletes
 	// finished jobs of queue whose finished_at is before before, and their
@@ -291,7 +298,8 @@ type WorkerStore interface {
 	// last heartbeat (or creation, if it never beat) is at or before
 	// cutoff, each by an update conditional on that, so that a heartbeat
 	// committed first wins and one committed after brings the worker back.
-	// It returns how many it marked.
+	// It returns how many it marked. Each worker it marks records a
+	// WebhookWorkerOffline event in the outbox, in the same transaction.
 	WorkerMarkOffline(ctx context.Context, cutoff time.Time) (int, error)
 }
 

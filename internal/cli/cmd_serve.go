@@ -56,6 +56,9 @@ type serveFlags struct {
 	// Periodic jobs, as JSON.
 	schedules string
 
+	// Webhooks: alerts and callbacks.
+	hooks webhookFlags
+
 	// Metrics.
 	metricsListen  string
 	metricsPublic  bool
@@ -108,6 +111,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "also serve GET /metrics on this address (it is always on the API's --listen)")
 	fs.BoolVar(&f.metricsPublic, "metrics-public", false, "serve /metrics without a credential even with --admin-secret")
 	fs.DurationVar(&f.healthInterval, "queue-health-interval", telemetry.DefaultHealthInterval, "refresh period of the queue health gauges of /metrics (one store query each)")
+	f.hooks.register(fs)
 }
 
 // gatewayQueue adds the gateway's worker pool to queues unless --workers
@@ -177,7 +181,12 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if f.healthInterval <= 0 {
 		return usageError("--queue-health-interval must be positive")
 	}
+	if err := f.hooks.check(); err != nil {
+		return usageError("%v", err)
+	}
+	queues = f.hooks.queue(queues)
 	secrets := f.secrets(upstreams, spaces)
+	f.hooks.addSecrets(secrets)
 	logger := newLogger(env, f.logLevel, f.logFormat, secrets)
 	tracer, stopTracing, err := startTracing(ctx, env, logger, secrets)
 	if err != nil {
@@ -236,6 +245,10 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	builtin.Register(eng)
+	hooks, err := f.hooks.start(ctx, st, eng, logger, secrets, metrics)
+	if err != nil {
+		return err
+	}
 	health := metrics.WatchHealth(telemetry.HealthConfig{Source: st, Interval: f.healthInterval, Logger: logger})
 	apiCfg := httpapi.Config{
 		Store: st, Logger: logger, Version: buildinfo.Version(), AdminSecret: f.adminSecret,
@@ -243,6 +256,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		Wakeups: eng.Subscribe, PreferWindow: f.preferWindow, RetryDelay: eng.RetryDelay, QueueTimeout: eng.QueueTimeout,
 		Metrics: metrics.Handler(), MetricsPublic: f.metricsPublic, Schedules: scheduler,
 		Observer: httpapi.Observer{Jobs: metrics, HTTP: metrics, Process: metrics, Tracer: tracer},
+		Webhooks: hooks,
 	}
 	if f.workerRetry != 0 {
 		logger.Warn("--worker-retry-delay (JOBD_WORKER_RETRY_DELAY) is deprecated and ignored: a job a remote worker fails as retryable waits its queue's backoff, as in the engine (--workers \"backoff\"), unless the worker sends retry_after")

@@ -46,6 +46,7 @@ func runSubmit(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&req.LockKey, "lock-key", "", "at most one running job per lock key")
 	fs.StringVar(&req.PartitionKey, "partition-key", "", "partition key, for filtering")
 	fs.StringVar(&req.IdempotencyKey, "idempotency-key", "", "the same key returns the same job")
+	fs.StringVar(&req.CallbackURL, "callback-url", "", "POST the job there each time it becomes final (a signed webhook)")
 	fs.BoolVar(&unique, "unique", false, "return a queued or running job with the same queue, kind and args instead of a new one")
 	fs.BoolVar(&wait, "wait", false, "wait for the job like jobd wait (and exit like it)")
 	if err := parseFlags(fs, env, args); err != nil {

@@ -315,3 +315,58 @@ func (r recorder) InTx(ctx context.Context, fn func(ctx context.Context, ex stor
 	note(ctx, "InTx")
 	return r.st.InTx(ctx, fn)
 }
+
+func (r recorder) WebhookCreate(ctx context.Context, w store.Webhook) error {
+	note(ctx, "WebhookCreate")
+	return r.st.WebhookCreate(ctx, w)
+}
+
+func (r recorder) WebhookGet(ctx context.Context, id string) (*store.Webhook, error) {
+	note(ctx, "WebhookGet")
+	return r.st.WebhookGet(ctx, id)
+}
+
+func (r recorder) WebhookList(ctx context.Context) ([]store.Webhook, error) {
+	note(ctx, "WebhookList")
+	return r.st.WebhookList(ctx)
+}
+
+func (r recorder) WebhookUpdate(ctx context.Context, w store.Webhook) (*store.Webhook, error) {
+	note(ctx, "WebhookUpdate")
+	return r.st.WebhookUpdate(ctx, w)
+}
+
+func (r recorder) WebhookDelete(ctx context.Context, id string) error {
+	note(ctx, "WebhookDelete")
+	return r.st.WebhookDelete(ctx, id)
+}
+
+func (r recorder) WebhookEventsTake(ctx context.Context, limit int) ([]store.WebhookEvent, error) {
+	note(ctx, "WebhookEventsTake")
+	return r.st.WebhookEventsTake(ctx, limit)
+}
+
+func (r recorder) WebhookLimitsLock(ctx context.Context, keys []store.WebhookLimitKey) ([]store.WebhookLimit, error) {
+	note(ctx, "WebhookLimitsLock")
+	return r.st.WebhookLimitsLock(ctx, keys)
+}
+
+func (r recorder) WebhookLimitsSave(ctx context.Context, limits []store.WebhookLimit) error {
+	note(ctx, "WebhookLimitsSave")
+	return r.st.WebhookLimitsSave(ctx, limits)
+}
+
+func (r recorder) WebhookLimitsDue(ctx context.Context, sentBefore time.Time, limit int) ([]store.WebhookLimit, error) {
+	note(ctx, "WebhookLimitsDue")
+	return r.st.WebhookLimitsDue(ctx, sentBefore, limit)
+}
+
+func (r recorder) SettingInit(ctx context.Context, name, value string) (string, error) {
+	note(ctx, "SettingInit")
+	return r.st.SettingInit(ctx, name, value)
+}
+
+func (r recorder) SettingGet(ctx context.Context, name string) (string, error) {
+	note(ctx, "SettingGet")
+	return r.st.SettingGet(ctx, name)
+}

@@ -76,6 +76,9 @@ type Metrics struct {
 	httpSeconds  *prometheus.HistogramVec
 	subscribers  prometheus.Gauge
 
+	webhookAttempts *prometheus.CounterVec
+	webhookSeconds  *prometheus.HistogramVec
+
 	upstreamCalls   *prometheus.CounterVec
 	upstreamSeconds *prometheus.HistogramVec
 
@@ -86,10 +89,11 @@ type Metrics struct {
 }
 
 var (
-	_ observe.Jobs    = (*Metrics)(nil)
-	_ observe.HTTP    = (*Metrics)(nil)
-	_ observe.Gateway = (*Metrics)(nil)
-	_ observe.Process = (*Metrics)(nil)
+	_ observe.Jobs     = (*Metrics)(nil)
+	_ observe.HTTP     = (*Metrics)(nil)
+	_ observe.Gateway  = (*Metrics)(nil)
+	_ observe.Process  = (*Metrics)(nil)
+	_ observe.Webhooks = (*Metrics)(nil)
 )
 
 // NewMetrics returns a registry with jobd's metrics, Go's runtime
@@ -161,6 +165,14 @@ func NewMetrics(cfg Config) *Metrics {
 		[]string{"upstream"})
 	f(m.upstreamCalls)
 	f(m.upstreamSeconds)
+
+	m.webhookAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "jobd_webhook_attempts_total",
+		Help: "Attempts of webhook deliveries (alerts, callbacks, pings) this node made, by event type and outcome (delivered, retried, failed, refused, skipped)."},
+		[]string{"event", "outcome"})
+	m.webhookSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "jobd_webhook_attempt_duration_seconds",
+		Help: "Duration of the attempts of webhook deliveries, by event type.", Buckets: callBuckets}, []string{"event"})
+	f(m.webhookAttempts)
+	f(m.webhookSeconds)
 
 	m.stages = make([]prometheus.Histogram, len(observe.Stages))
 	for _, s := range observe.Stages {
@@ -310,6 +322,12 @@ func (m *Metrics) UpstreamCall(upstream string, status int, took time.Duration) 
 	}
 	m.upstreamCalls.WithLabelValues(upstream, class).Inc()
 	m.upstreamSeconds.WithLabelValues(upstream).Observe(took.Seconds())
+}
+
+// WebhookAttempt records one attempt of a webhook delivery.
+func (m *Metrics) WebhookAttempt(event, outcome string, took time.Duration) {
+	m.webhookAttempts.WithLabelValues(event, outcome).Inc()
+	m.webhookSeconds.WithLabelValues(event).Observe(took.Seconds())
 }
 
 // ProcessStage records one stage of a process task.

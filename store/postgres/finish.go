@@ -169,7 +169,7 @@ type applied struct {
 // setStateIfRunning applies decided transitions out of running, each
 // fenced by state running and its lease token, in one statement
 // (set_state_if_running.sql), in the last round of r, with the journal
-// entries and attempted_at they decided. The rows were locked by this
+// entries, attempted_at and outbox events they decided. The rows were locked by this
 // transaction, so every one of them applies; one that did not would be a
 // bug, and fails the transaction.
 func (s *executor) setStateIfRunning(ctx context.Context, r *rounds, now *time.Time, decided []store.Decided) error {
@@ -180,12 +180,13 @@ func (s *executor) setStateIfRunning(ctx context.Context, r *rounds, now *time.T
 		runAts, finishedAts, attemptedAts = make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
 		attempts                          = make([]int32, n)
 		results, entries                  = make([]json.RawMessage, n), make([]json.RawMessage, n)
-		lastErrors                        = make([]*string, n)
+		lastErrors, alerts                = make([]*string, n), make([]*string, n)
 	)
 	for i, d := range decided {
 		ids[i], tokens[i] = d.ID, d.Token
 		states[i], runAts[i], attempts[i] = string(d.State), timePtr(d.RunAt), int32(d.Attempt)
 		finishedAts[i], lastErrors[i], attemptedAts[i] = d.FinishedAt, d.LastError, d.AttemptedAt
+		alerts[i] = nullText(d.Alert)
 		if len(d.Result) > 0 {
 			results[i] = d.Result
 		}
@@ -197,7 +198,7 @@ func (s *executor) setStateIfRunning(ctx context.Context, r *rounds, now *time.T
 	queue := func(b *pgx.Batch) {
 		if n > 0 {
 			b.Queue(setStateIfRunningSQL, now, ids, tokens, states, runAts, attempts,
-				finishedAts, results, lastErrors, entries, attemptedAts)
+				finishedAts, results, lastErrors, entries, attemptedAts, alerts)
 		}
 	}
 	send := r.round

@@ -133,7 +133,7 @@ func checkPlans(t *testing.T, conn *pgx.Conn, table string, holdsRows bool) {
 			"jobd_jobs_pkey", lookupBy, true},
 		{"lock_held", lockHeldSQL, []string{"NULL", arr(ids), arr(tokens)}, "jobd_jobs_pkey", lookupBy, true},
 		{"set_state_if_running", setStateIfRunningSQL, []string{"NULL", arr(ids), arr(tokens), arr(states), arr(nulls),
-			arr(zeros), arr(nulls), arr(nulls), arr(nulls), arr(entries), arr(nulls)}, "jobd_jobs_pkey", lookupBy, true},
+			arr(zeros), arr(nulls), arr(nulls), arr(nulls), arr(entries), arr(nulls), arr(nulls)}, "jobd_jobs_pkey", lookupBy, true},
 		{"lock_expired", lockExpiredSQL, []string{"NULL", fmt.Sprint(batch)}, "jobd_jobs_lease", lookupBy, true},
 		{"lock_timed_out", lockTimedOutSQL, []string{"NULL", fmt.Sprint(batch)}, "jobd_jobs_lease", lookupBy, true},
 		{"job_lock", jobLockSQL, []string{"NULL", id}, "jobd_jobs_pkey", lookupBy, false},

@@ -101,4 +101,26 @@ var (
 	workerSeenSQL string
 	//go:embed sql/worker_set_disabled.sql
 	workerSetDisabledSQL string
+	//go:embed sql/webhook_create.sql
+	webhookCreateSQL string
+	//go:embed sql/webhook_get.sql
+	webhookGetSQL string
+	//go:embed sql/webhook_list.sql
+	webhookListSQL string
+	//go:embed sql/webhook_update.sql
+	webhookUpdateSQL string
+	//go:embed sql/webhook_delete.sql
+	webhookDeleteSQL string
+	//go:embed sql/webhook_events_take.sql
+	webhookEventsTakeSQL string
+	//go:embed sql/webhook_limits_lock.sql
+	webhookLimitsLockSQL string
+	//go:embed sql/webhook_limits_save.sql
+	webhookLimitsSaveSQL string
+	//go:embed sql/webhook_limits_due.sql
+	webhookLimitsDueSQL string
+	//go:embed sql/setting_init.sql
+	settingInitSQL string
+	//go:embed sql/setting_get.sql
+	settingGetSQL string
 )

@@ -19,7 +19,7 @@ import (
 //	idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
 //	last_error, created_at, started_at, finished_at, updated_at,
 //	requires, prefers, attempted_at, trace_parent,
-//	schedule, scheduled_for, timeout, deadline, rerun, previous_state, previous_result
+//	schedule, scheduled_for, timeout, deadline, rerun, previous_state, previous_result, callback_url
 //
 // The journal column is not among them: only JobEvents reads it.
 type jobRow struct {
@@ -27,7 +27,7 @@ type jobRow struct {
 	state                                                string
 	leaseToken                                           pgtype.UUID
 	leaseOwner, lockKey, partitionKey, idemKey, argsHash pgtype.Text
-	lastError, traceParent                               pgtype.Text
+	lastError, traceParent, callbackURL                  pgtype.Text
 	args, progress, checkpoint, result                   []byte
 	schedule, previousState                              pgtype.Text
 	timeout                                              *time.Duration
@@ -43,7 +43,7 @@ func (r *jobRow) dest() []any {
 		&r.idemKey, &r.argsHash, &j.CancelRequested, &r.progress, &r.checkpoint, &r.result,
 		&r.lastError, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.UpdatedAt,
 		&j.Requires, &j.Prefers, &j.AttemptedAt, &r.traceParent,
-		&r.schedule, &j.ScheduledFor, &r.timeout, &j.Deadline, &j.Rerun, &r.previousState, &r.previousResult,
+		&r.schedule, &j.ScheduledFor, &r.timeout, &j.Deadline, &j.Rerun, &r.previousState, &r.previousResult, &r.callbackURL,
 	}
 }
 
@@ -66,6 +66,7 @@ func (r *jobRow) job() (*job.Job, error) {
 	}
 	j.PreviousState = job.State(r.previousState.String)
 	j.PreviousResult = r.previousResult
+	j.CallbackURL = r.callbackURL.String
 	j.Checkpoint = r.checkpoint
 	j.Result = r.result
 	if r.progress != nil {

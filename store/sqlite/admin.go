@@ -138,7 +138,7 @@ func (s *executor) JobRerun(ctx context.Context, id uuid.UUID, params store.Reru
 // setState applies an operator's transition t of cur, read in this write
 // transaction, fenced by the state and lease token cur has, with the
 // journal entries and attempted_at it decided, and returns the job as it
-// now is.
+// now is. A job it makes final records its callback, if it has one.
 func setState(ctx context.Context, tx *jobWrite, cur *job.Job, t job.Transition) (*job.Job, error) {
 	var token any
 	if cur.LeaseToken != uuid.Nil {
@@ -182,6 +182,11 @@ func setState(ctx context.Context, tx *jobWrite, cur *job.Job, t job.Transition)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if t.FinishedAt != nil && j.CallbackURL != "" {
+		if err := recordEvents(ctx, tx, []outboxEvent{{ID: j.ID.String(), Type: store.WebhookCallback}}); err != nil {
+			return nil, err
+		}
 	}
 	return j, nil
 }
@@ -257,7 +262,8 @@ func (s *executor) JobTimeOut(ctx context.Context, params store.TimeOutParams) (
 }
 
 // JobPrune deletes up to limit finished jobs whose finished_at is before
-// before, oldest first, with their journals.
+// before, oldest first, with their journals, and up to limit outbox
+// events older than before (prune_webhook_events.sql).
 func (s *executor) JobPrune(ctx context.Context, before time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
@@ -269,6 +275,10 @@ func (s *executor) JobPrune(ctx context.Context, before time.Time, limit int) (i
 			sql.Named("before", before.UnixMicro()),
 			sql.Named("limit", limit),
 		)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, pruneWebhookEventsSQL, sql.Named("before", before.UnixMicro()), sql.Named("limit", limit))
 		return err
 	})
 	if err != nil {

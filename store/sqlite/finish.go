@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -85,9 +86,13 @@ func finishSucceeded(ctx context.Context, tx *jobWrite, outcomes []store.Outcome
 		return nil, fmt.Errorf("finish successes: %w", err)
 	}
 	defer rows.Close()
+	var events []outboxEvent
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var (
+			id       string
+			callback bool
+		)
+		if err := rows.Scan(&id, &callback); err != nil {
 			return nil, fmt.Errorf("finish successes: %w", err)
 		}
 		i, ok := index[id]
@@ -95,8 +100,14 @@ func finishSucceeded(ctx context.Context, tx *jobWrite, outcomes []store.Outcome
 			return nil, fmt.Errorf("finish successes: job %s was not in the batch", id)
 		}
 		results[i] = store.FinishResult{State: job.SucceededState}
+		if callback {
+			events = append(events, outboxEvent{ID: id, Type: store.WebhookCallback})
+		}
 	}
 	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("finish successes: %w", err)
+	}
+	if err := recordEvents(ctx, tx, events); err != nil {
 		return nil, fmt.Errorf("finish successes: %w", err)
 	}
 	return results, nil
@@ -211,17 +222,68 @@ func setStateIfRunning(ctx context.Context, tx *jobWrite, wake *wakeups, decided
 	if err := loadBatch(ctx, tx, body); err != nil {
 		return fmt.Errorf("apply: %w", err)
 	}
-	res, err := tx.ExecContext(ctx, setStateIfRunningSQL, sql.Named("batch", string(body)), sql.Named("stamp", tx.stamp))
+	rows, err := tx.QueryContext(ctx, setStateIfRunningSQL, sql.Named("batch", string(body)), sql.Named("stamp", tx.stamp))
 	if err != nil {
 		return fmt.Errorf("apply: %w", err)
 	}
-	if n, err := res.RowsAffected(); err != nil || n != int64(len(decided)) {
-		return fmt.Errorf("apply: %d of %d held jobs changed (%v)", n, len(decided), err)
+	var (
+		n         int
+		callbacks = make(map[string]bool)
+	)
+	for rows.Next() {
+		var (
+			id       string
+			callback bool
+		)
+		if err := rows.Scan(&id, &callback); err != nil {
+			rows.Close()
+			return fmt.Errorf("apply: %w", err)
+		}
+		n++
+		callbacks[id] = callback
 	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
+	if n != len(decided) {
+		return fmt.Errorf("apply: %d of %d held jobs changed", n, len(decided))
+	}
+	var events []outboxEvent
 	for _, d := range decided {
 		if d.State == job.StateQueued {
 			wake.add(d.Queue, d.RunAt.UnixMicro())
 		}
+		id := d.ID.String()
+		if callbacks[id] {
+			events = append(events, outboxEvent{ID: id, Type: store.WebhookCallback})
+		}
+		if d.Alert != "" {
+			events = append(events, outboxEvent{ID: id, Type: d.Alert})
+		}
+	}
+	return recordEvents(ctx, tx, events)
+}
+
+// outboxEvent is an event of a job this transaction changed, for
+// recordEvents.
+type outboxEvent struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// recordEvents records events in the outbox, in order, in the
+// transaction that made them (webhook_events_record.sql): nothing when
+// there are none.
+func recordEvents(ctx context.Context, tx *jobWrite, events []outboxEvent) error {
+	if len(events) == 0 {
+		return nil
+	}
+	body, err := json.Marshal(events)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, webhookEventsRecordSQL, sql.Named("events", string(body)), sql.Named("now", tx.now)); err != nil {
+		return fmt.Errorf("record webhook events: %w", err)
 	}
 	return nil
 }

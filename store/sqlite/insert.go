@@ -77,6 +77,7 @@ func (s *executor) JobInsertMany(ctx context.Context, params []job.InsertParams)
 				sql.Named("timeout_us", nullMicros(r.p.Timeout)),
 				sql.Named("schedule", r.p.Schedule),
 				sql.Named("scheduled_for", microOf(r.p.ScheduledFor)),
+				sql.Named("callback_url", r.p.CallbackURL),
 				sql.Named("now", tx.now),
 				sql.Named("stamp", tx.stamp),
 			))

@@ -61,7 +61,7 @@ func checkPlans(t *testing.T, s *Store) {
 		sql.Named("leases", "[]"), sql.Named("state", "succeeded"), sql.Named("default_timeout_us", nil),
 		sql.Named("id", ""), sql.Named("token", ""), sql.Named("result", nil), sql.Named("run_at", nil),
 		sql.Named("attempt", 1), sql.Named("finished_at", nil), sql.Named("last_error", nil),
-		sql.Named("attempted_at", nil), sql.Named("entries", nil),
+		sql.Named("attempted_at", nil), sql.Named("entries", nil), sql.Named("events", "[]"),
 	}
 	for _, tc := range []struct {
 		name, query string
@@ -75,6 +75,7 @@ func checkPlans(t *testing.T, s *Store) {
 		{"expired leases", lockExpiredSQL, []string{"USING INDEX jobd_jobs_lease_idx"}},
 		{"timed-out attempts", lockTimedOutSQL, []string{"USING INDEX jobd_jobs_lease_idx"}},
 		{"prune", pruneJobsSQL, []string{"USING INDEX jobd_jobs_finished_idx"}},
+		{"record webhook events", webhookEventsRecordSQL, []string{"SEARCH j USING INDEX sqlite_autoindex_jobd_jobs_1 (id=?)"}},
 		{"feed", jobListFeedSQL, []string{"USING INDEX jobd_jobs_updated_idx"}},
 	} {
 		rows, err := conn.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+tc.query, args...)

@@ -154,3 +154,51 @@ var workerSeenSQL string
 
 //go:embed sql/worker_set_disabled.sql
 var workerSetDisabledSQL string
+
+//go:embed sql/webhook_create.sql
+var webhookCreateSQL string
+
+//go:embed sql/webhook_get.sql
+var webhookGetSQL string
+
+//go:embed sql/webhook_list.sql
+var webhookListSQL string
+
+//go:embed sql/webhook_update.sql
+var webhookUpdateSQL string
+
+//go:embed sql/webhook_delete.sql
+var webhookDeleteSQL string
+
+//go:embed sql/webhook_limits_delete.sql
+var webhookLimitsDeleteSQL string
+
+//go:embed sql/webhook_events_take.sql
+var webhookEventsTakeSQL string
+
+//go:embed sql/webhook_events_record.sql
+var webhookEventsRecordSQL string
+
+//go:embed sql/webhook_events_offline.sql
+var webhookEventsOfflineSQL string
+
+//go:embed sql/webhook_limits_lock.sql
+var webhookLimitsLockSQL string
+
+//go:embed sql/webhook_limits_select.sql
+var webhookLimitsSelectSQL string
+
+//go:embed sql/webhook_limits_save.sql
+var webhookLimitsSaveSQL string
+
+//go:embed sql/webhook_limits_due.sql
+var webhookLimitsDueSQL string
+
+//go:embed sql/setting_init.sql
+var settingInitSQL string
+
+//go:embed sql/setting_get.sql
+var settingGetSQL string
+
+//go:embed sql/prune_webhook_events.sql
+var pruneWebhookEventsSQL string

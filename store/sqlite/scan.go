@@ -28,6 +28,7 @@ var jobColumns = []string{
 	"trace_parent",                                        // 005_trace_parent
 	"schedule", "scheduled_for", "timeout_us", "deadline", // 006_schedules
 	"rerun", "previous_state", "previous_result",
+	"callback_url", // 007_webhooks
 }
 
 // scanner is *sql.Row or *sql.Rows.
@@ -47,6 +48,7 @@ func scanJob(sc scanner) (*job.Job, error) {
 		argsHash, progress, checkpoint, result sql.NullString
 		lastError, requires, prefers           sql.NullString
 		traceParent, schedule, previousState   sql.NullString
+		callbackURL                            sql.NullString
 		previousResult                         sql.NullString
 		scheduledFor, timeout, deadline        sql.NullInt64
 		expiresAt, heartbeatAt, attemptedAt    sql.NullInt64
@@ -61,7 +63,7 @@ func scanJob(sc scanner) (*job.Job, error) {
 		&cancelRequested, &progress, &checkpoint, &result, &lastError,
 		&createdAt, &startedAt, &finishedAt, &updatedAt,
 		&requires, &prefers, &attemptedAt, &traceParent,
-		&schedule, &scheduledFor, &timeout, &deadline, &j.Rerun, &previousState, &previousResult,
+		&schedule, &scheduledFor, &timeout, &deadline, &j.Rerun, &previousState, &previousResult, &callbackURL,
 	)
 	if err != nil {
 		return nil, notFound(err)
@@ -85,6 +87,7 @@ func scanJob(sc scanner) (*job.Job, error) {
 	j.LeaseTTL = time.Duration(leaseTTL) * time.Microsecond
 	j.LeaseOwner = owner.String
 	j.TraceParent = traceParent.String
+	j.CallbackURL = callbackURL.String
 	j.LeaseExpiresAt = fromNullMicro(expiresAt)
 	j.HeartbeatAt = fromNullMicro(heartbeatAt)
 	j.LockKey = lockKey.String

@@ -59,6 +59,7 @@ func Run(t *testing.T, open func(t *testing.T, c clock.Clock) store.Store) {
 		{"Schedule", scheduleTests},
 		{"Tx", txTests},
 		{"Health", healthTests},
+		{"Webhook", webhookTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -91,13 +91,13 @@ claimed AS (
               j.cancel_requested, j.progress, j.checkpoint, j.result, j.last_error,
               j.created_at, j.started_at, j.finished_at, j.updated_at,
               j.requires, j.prefers, j.attempted_at, j.trace_parent,
-              j.schedule, j.scheduled_for, j.timeout, j.deadline, j.rerun, j.previous_state, j.previous_result
+              j.schedule, j.scheduled_for, j.timeout, j.deadline, j.rerun, j.previous_state, j.previous_result, j.callback_url
 )
 SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
        idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
        last_error, created_at, started_at, finished_at, updated_at,
        requires, prefers, attempted_at, trace_parent,
-       schedule, scheduled_for, timeout, deadline, rerun, previous_state, previous_result
+       schedule, scheduled_for, timeout, deadline, rerun, previous_state, previous_result, callback_url
 FROM claimed
 ORDER BY priority, run_at, id;

@@ -6,7 +6,9 @@
 -- success; :batch is a JSON array of {"id", "token", "owner", "result"},
 -- result being the result's JSON text or absent, and owner the lease
 -- owner ('': not fenced by it). Fenced like every finish: a job whose row
--- does not come back had lost its lease (or passed its deadline).
+-- does not come back had lost its lease (or passed its deadline); one that comes back with
+-- callback true has a callback URL, whose callback the driver records in
+-- the outbox (webhook_events_record.sql) in this same transaction.
 --
 -- Planned against any statistics: the jobs come from the IN list (a
 -- primary-key search per id), their values from temp.jobd_batch, where
@@ -30,4 +32,4 @@ WHERE jobd_jobs.id IN (SELECT value ->> 'id' FROM json_each(:batch))
   AND jobd_jobs.lease_token = b.v_token
   AND (coalesce(b.v_owner, '') = '' OR jobd_jobs.lease_owner = b.v_owner)
   AND (jobd_jobs.deadline IS NULL OR jobd_jobs.deadline > :now)
-RETURNING id
+RETURNING id, callback_url IS NOT NULL AS callback

@@ -11,6 +11,10 @@
 -- never empty: the entries, in the same form, go after its last element;
 -- json() checks the result.
 --
+-- Returns the ids it changed; callback is true for a job made final that
+-- has a callback URL, whose callback the driver records in the outbox
+-- (webhook_events_record.sql) in this same transaction.
+--
 -- Planned against any statistics: the jobs come from the IN list (a
 -- primary-key search per id), their values from temp.jobd_batch, where
 -- batch_load.sql put :batch (a primary-key search per job). Joining
@@ -40,3 +44,4 @@ WHERE jobd_jobs.id IN (SELECT value ->> 'id' FROM json_each(:batch))
   AND jobd_jobs.id = d.v_id
   AND jobd_jobs.state = 'running'
   AND jobd_jobs.lease_token = d.v_token
+RETURNING id, callback_url IS NOT NULL AND finished_at IS NOT NULL AS callback
