@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
 
@@ -60,4 +62,30 @@ func (s *Store) PoolStats() []store.PoolStats {
 		InUse: int(st.AcquiredConns()), Idle: int(st.IdleConns()),
 		Waits: st.EmptyAcquireCount(), WaitDuration: st.EmptyAcquireWaitTime(),
 	}}
+}
+
+// QueueThroughput counts the jobs finished since since by queue, minute
+// and state (sql/queue_throughput.sql). See store.Store.
+func (s *executor) QueueThroughput(ctx context.Context, since time.Time) ([]store.Throughput, error) {
+	rows, err := s.db.Query(ctx, queueThroughputSQL, since)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: queue throughput: %w", err)
+	}
+	defer rows.Close()
+	out := []store.Throughput{}
+	for rows.Next() {
+		var (
+			t     store.Throughput
+			state string
+		)
+		if err := rows.Scan(&t.Queue, &t.Minute, &state, &t.Count); err != nil {
+			return nil, fmt.Errorf("postgres: queue throughput: %w", err)
+		}
+		t.Minute, t.State = t.Minute.UTC(), job.State(state)
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: queue throughput: %w", err)
+	}
+	return out, nil
 }

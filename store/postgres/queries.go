@@ -9,6 +9,8 @@ var (
 	checkpointSQL string
 	//go:embed sql/queue_health.sql
 	queueHealthSQL string
+	//go:embed sql/queue_throughput.sql
+	queueThroughputSQL string
 	//go:embed sql/planner_ordered.sql
 	plannerOrderedSQL string
 	//go:embed sql/planner_reset.sql

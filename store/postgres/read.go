@@ -36,8 +36,11 @@ func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store
 			nullText(params.LockKey), nullText(params.PartitionKey)}, extra...)
 	}
 
+	idem := nullText(params.IdempotencyKey) // every statement's last parameter
 	var batch pgx.Batch
-	batch.Queue(jobCountSQL, args(params.UpdatedSince)...)
+	if !params.NoTotal {
+		batch.Queue(jobCountSQL, args(params.UpdatedSince, idem)...)
+	}
 	if params.Limit > 0 {
 		switch {
 		case params.UpdatedSince != nil:
@@ -49,7 +52,7 @@ func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store
 			if err != nil {
 				return nil, fmt.Errorf("postgres: list jobs: %w", err)
 			}
-			batch.Queue(jobFeedSQL, args(*params.UpdatedSince, afterAt, pgUUID(afterID), params.Limit, horizon)...)
+			batch.Queue(jobFeedSQL, args(*params.UpdatedSince, afterAt, pgUUID(afterID), params.Limit, horizon, idem)...)
 		default:
 			var after *[16]byte
 			if params.After != nil {
@@ -60,14 +63,19 @@ func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store
 			if params.OldestFirst {
 				query = jobListOldestSQL
 			}
-			batch.Queue(query, args(after, params.Limit)...)
+			batch.Queue(query, args(after, params.Limit, idem)...)
 		}
 	}
-	res := &store.ListResult{}
+	res := &store.ListResult{Total: -1}
+	if batch.Len() == 0 {
+		return &store.ListResult{Jobs: []*job.Job{}, Total: -1}, nil
+	}
 	br := s.db.SendBatch(ctx, &batch)
 	defer br.Close()
-	if err := br.QueryRow().Scan(&res.Total); err != nil {
-		return nil, fmt.Errorf("postgres: count jobs: %w", err)
+	if !params.NoTotal {
+		if err := br.QueryRow().Scan(&res.Total); err != nil {
+			return nil, fmt.Errorf("postgres: count jobs: %w", err)
+		}
 	}
 	if params.Limit > 0 {
 		rows, err := br.Query()

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
 
@@ -66,4 +68,34 @@ func (s *Store) PoolStats() []store.PoolStats {
 		})
 	}
 	return out
+}
+
+// QueueThroughput counts the jobs finished since since by queue, minute
+// and state (sql/queue_throughput.sql). See store.Store.
+func (s *executor) QueueThroughput(ctx context.Context, since time.Time) ([]store.Throughput, error) {
+	out := []store.Throughput{}
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, queueThroughputSQL, sql.Named("since", since.UnixMicro()))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				t      store.Throughput
+				minute int64
+				state  string
+			)
+			if err := rows.Scan(&t.Queue, &minute, &state, &t.Count); err != nil {
+				return err
+			}
+			t.Minute, t.State = fromMicro(minute), job.State(state)
+			out = append(out, t)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: queue throughput: %w", err)
+	}
+	return out, nil
 }

@@ -57,6 +57,7 @@ func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store
 		sql.Named("states", states),
 		sql.Named("lock_key", params.LockKey),
 		sql.Named("partition_key", params.PartitionKey),
+		sql.Named("idempotency_key", params.IdempotencyKey),
 	}
 	countQuery, query := jobCountSQL, jobListNewestSQL
 	var page []any
@@ -84,7 +85,9 @@ func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store
 
 	res := &store.ListResult{Jobs: []*job.Job{}}
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		if err := tx.QueryRowContext(ctx, countQuery, filters...).Scan(&res.Total); err != nil {
+		if params.NoTotal {
+			res.Total = -1
+		} else if err := tx.QueryRowContext(ctx, countQuery, filters...).Scan(&res.Total); err != nil {
 			return err
 		}
 		if params.Limit == 0 {

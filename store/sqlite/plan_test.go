@@ -16,7 +16,7 @@ func TestQueryPlans(t *testing.T) {
 		sql.Named("queue", "q"), sql.Named("now", int64(1)), sql.Named("stamp", int64(1)), sql.Named("scan", 10),
 		sql.Named("limit", 10), sql.Named("before", int64(1)),
 		sql.Named("kind", ""), sql.Named("states", ""), sql.Named("lock_key", ""),
-		sql.Named("partition_key", ""), sql.Named("since", int64(0)),
+		sql.Named("partition_key", ""), sql.Named("idempotency_key", ""), sql.Named("since", int64(0)),
 		sql.Named("after_at", int64(0)), sql.Named("after_id", ""),
 		sql.Named("batch", "[]"), sql.Named("owner", ""),
 		sql.Named("caps", "[]"), sql.Named("worker", nil), sql.Named("window", int64(0)),

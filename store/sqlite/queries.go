@@ -11,6 +11,9 @@ var claimCandidatesSQL string
 //go:embed sql/queue_health.sql
 var queueHealthSQL string
 
+//go:embed sql/queue_throughput.sql
+var queueThroughputSQL string
+
 //go:embed sql/claim_jobs.sql
 var claimJobsSQL string
 

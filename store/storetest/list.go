@@ -17,6 +17,8 @@ var listTests = []test{
 	{"Paging", testListPaging},
 	{"Feed", testListFeed},
 	{"LimitZero", testListLimitZero},
+	{"IdempotencyKey", testListIdempotencyKey},
+	{"NoTotal", testListNoTotal},
 	{"FeedExactUnderWriters", testListFeedExact},
 }
 
@@ -192,5 +194,33 @@ func testListLimitZero(t *testing.T, e *env) {
 		if len(res.Jobs) != 0 || res.Total != c.total {
 			t.Fatalf("JobList %+v with limit 0: %d jobs, total %d; want no jobs, total %d", c.p, len(res.Jobs), res.Total, c.total)
 		}
+	}
+}
+
+// testListIdempotencyKey: the filter finds the one job of a key, in every
+// order, with the other filters applied too.
+func testListIdempotencyKey(t *testing.T, e *env) {
+	a := e.insert(t, job.InsertParams{Queue: "q1", Kind: "a", IdempotencyKey: "key-a"})
+	e.insert(t, job.InsertParams{Queue: "q1", Kind: "a", IdempotencyKey: "key-b"})
+	e.insert(t, job.InsertParams{Queue: "q1", Kind: "a"})
+	e.wantList(t, "key-a", store.ListParams{IdempotencyKey: "key-a"}, a)
+	e.wantList(t, "key-a oldest first", store.ListParams{IdempotencyKey: "key-a", OldestFirst: true}, a)
+	since := a.UpdatedAt.Add(-time.Second)
+	e.wantList(t, "key-a in the feed", store.ListParams{IdempotencyKey: "key-a", UpdatedSince: &since}, a)
+	e.wantList(t, "key-a, kind b", store.ListParams{IdempotencyKey: "key-a", Kind: "b"})
+	e.wantList(t, "an unknown key", store.ListParams{IdempotencyKey: "nope"})
+}
+
+// testListNoTotal: NoTotal returns the same page and -1 for the total.
+func testListNoTotal(t *testing.T, e *env) {
+	jobs := e.insertN(t, 3, job.InsertParams{Kind: "k"})
+	res := e.list(t, store.ListParams{NoTotal: true, Limit: 2})
+	wantIDs(t, "NoTotal page", res.Jobs, jobs[2], jobs[1])
+	if res.Total != -1 {
+		t.Fatalf("NoTotal: total = %d, want -1", res.Total)
+	}
+	res = e.list(t, store.ListParams{NoTotal: true, Limit: 0})
+	if len(res.Jobs) != 0 || res.Total != -1 {
+		t.Fatalf("NoTotal, limit 0: %d jobs, total %d; want none and -1", len(res.Jobs), res.Total)
 	}
 }

@@ -56,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T, c clock.Clock) store.Store) {
 		{"Process", processTests},
 		{"Tx", txTests},
 		{"Health", healthTests},
+		{"Throughput", throughputTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

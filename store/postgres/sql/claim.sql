@@ -74,7 +74,7 @@ claimed AS (
               j.heartbeat_at, j.lock_key, j.partition_key, j.idempotency_key, j.args_hash,
               j.cancel_requested, j.progress, j.checkpoint, j.result, j.last_error,
               j.created_at, j.started_at, j.finished_at, j.updated_at,
-              j.requires, j.prefers, j.attempted_at
+              j.requires, j.prefers, j.attempted_at, j.trace_parent
 )
 SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,

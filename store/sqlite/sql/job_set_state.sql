@@ -28,4 +28,4 @@ RETURNING id, queue, kind, args, state, priority, run_at, attempt, max_attempts,
           lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
           idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
           last_error, created_at, started_at, finished_at, updated_at,
-          requires, prefers, attempted_at
+          requires, prefers, attempted_at, trace_parent
