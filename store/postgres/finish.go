@@ -94,7 +94,7 @@ func (s *executor) finish(ctx context.Context, r *rounds, outcomes []store.Outco
 	for i, o := range outcomes {
 		ids[i], tokens[i] = o.ID, o.Token
 	}
-	held, at, err := lockHeld(ctx, r, lockHeldSQL, now, ids, tokens)
+	held, at, err := lockHeld(ctx, r, false, lockHeldSQL, now, ids, tokens)
 	if err != nil {
 		return nil, applied{}, fmt.Errorf("lock: %w", err)
 	}
@@ -114,13 +114,27 @@ func (s *executor) finish(ctx context.Context, r *rounds, outcomes []store.Outco
 
 // lockHeld runs query, lock_held.sql or lock_expired.sql, in a round of
 // its own: it locks running jobs and returns their facts and the
-// transaction's time.
-func lockHeld(ctx context.Context, r *rounds, query string, args ...any) ([]store.Held, time.Time, error) {
+// transaction's time. When ordered, the query is planned under
+// planner_ordered.sql's settings, put back before the round ends.
+func lockHeld(ctx context.Context, r *rounds, ordered bool, query string, args ...any) ([]store.Held, time.Time, error) {
 	var (
 		held []store.Held
 		at   time.Time
 	)
-	err := r.round(ctx, false, func(b *pgx.Batch) { b.Queue(query, args...) }, func(br pgx.BatchResults) error {
+	err := r.round(ctx, false, func(b *pgx.Batch) {
+		if ordered {
+			b.Queue(plannerOrderedSQL)
+		}
+		b.Queue(query, args...)
+		if ordered {
+			b.Queue(plannerResetSQL)
+		}
+	}, func(br pgx.BatchResults) error {
+		if ordered {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
 		rows, err := br.Query()
 		if err != nil {
 			return err
@@ -132,6 +146,10 @@ func lockHeld(ctx context.Context, r *rounds, query string, args ...any) ([]stor
 			held = append(held, h)
 			return nil
 		})
+		if err != nil || !ordered {
+			return err
+		}
+		_, err = br.Exec()
 		return err
 	})
 	return held, at, err

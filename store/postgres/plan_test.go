@@ -120,28 +120,25 @@ func checkPlans(t *testing.T, conn *pgx.Conn, table string, holdsRows bool) {
 		args      []string // SQL literals
 		wantIndex string
 		check     int // scansOf or lookupBy
-		// bitmapOK: a bitmap scan of wantIndex will do. The reaper reads
-		// the expired leases, few, and sorts them.
-		bitmapOK bool
 		// ordered: the statement runs with planner_ordered.sql's settings
-		// (the claim: see JobClaim).
+		// (the claim, see JobClaim; the reaper, see rescue).
 		ordered bool
 	}{
 		{"claim", claimSQL, []string{"NULL", "'q1'", fmt.Sprint(batch), "'me'", "'{}'", "NULL", "'0s'"},
-			"jobd_jobs_claim", scansOf, false, true},
+			"jobd_jobs_claim", scansOf, true},
 		{"claim_after", claimAfterSQL, []string{"NULL", "'q1'", fmt.Sprint(batch), "'me'", "'{}'", "NULL", "'0s'",
-			"100", "now()", "'00000000-0000-0000-0000-000000000000'"}, "jobd_jobs_claim", scansOf, false, true},
+			"100", "now()", "'00000000-0000-0000-0000-000000000000'"}, "jobd_jobs_claim", scansOf, true},
 		{"finish_succeeded", finishSucceededSQL, []string{"NULL", arr(ids), arr(tokens), arr(nulls), "'succeeded'"},
-			"jobd_jobs_pkey", lookupBy, false, false},
-		{"lock_held", lockHeldSQL, []string{"NULL", arr(ids), arr(tokens)}, "jobd_jobs_pkey", lookupBy, false, false},
+			"jobd_jobs_pkey", lookupBy, false},
+		{"lock_held", lockHeldSQL, []string{"NULL", arr(ids), arr(tokens)}, "jobd_jobs_pkey", lookupBy, false},
 		{"set_state_if_running", setStateIfRunningSQL, []string{"NULL", arr(ids), arr(tokens), arr(states), arr(nulls),
-			arr(zeros), arr(nulls), arr(nulls), arr(nulls), arr(entries), arr(nulls)}, "jobd_jobs_pkey", lookupBy, false, false},
-		{"lock_expired", lockExpiredSQL, []string{"NULL", fmt.Sprint(batch)}, "jobd_jobs_lease", lookupBy, true, false},
-		{"job_lock", jobLockSQL, []string{"NULL", id}, "jobd_jobs_pkey", lookupBy, false, false},
+			arr(zeros), arr(nulls), arr(nulls), arr(nulls), arr(entries), arr(nulls)}, "jobd_jobs_pkey", lookupBy, false},
+		{"lock_expired", lockExpiredSQL, []string{"NULL", fmt.Sprint(batch)}, "jobd_jobs_lease", lookupBy, true},
+		{"job_lock", jobLockSQL, []string{"NULL", id}, "jobd_jobs_pkey", lookupBy, false},
 		{"job_set_state", jobSetStateSQL, []string{"NULL", id, "'queued'", "NULL", "'canceled'", "NULL", "0", "false",
-			"now()", `'[{"kind":"canceled","at":1,"attempt":0}]'`, "NULL", "false"}, "jobd_jobs_pkey", lookupBy, false, false},
-		{"job_events", jobEventsSQL, []string{id}, "jobd_jobs_pkey", lookupBy, false, false},
-		{"heartbeat", heartbeatSQL, []string{"NULL", arr(ids), arr(tokens), "'me'"}, "jobd_jobs_pkey", lookupBy, false, false},
+			"now()", `'[{"kind":"canceled","at":1,"attempt":0}]'`, "NULL", "false"}, "jobd_jobs_pkey", lookupBy, false},
+		{"job_events", jobEventsSQL, []string{id}, "jobd_jobs_pkey", lookupBy, false},
+		{"heartbeat", heartbeatSQL, []string{"NULL", arr(ids), arr(tokens), "'me'"}, "jobd_jobs_pkey", lookupBy, false},
 	}
 	for _, st := range statements {
 		if _, err := conn.Exec(t.Context(), "PREPARE "+st.name+" AS "+st.sql); err != nil {
@@ -174,8 +171,7 @@ func checkPlans(t *testing.T, conn *pgx.Conn, table string, holdsRows bool) {
 			where := fmt.Sprintf("%s, %s: %s reads jobd_jobs by %q", table, mode, st.name, scans)
 			found := false
 			for _, s := range scans {
-				indexScan := strings.HasPrefix(s, "Index Scan ") || strings.HasPrefix(s, "Index Only Scan ") ||
-					(st.bitmapOK && strings.HasPrefix(s, "Bitmap Heap Scan "))
+				indexScan := strings.HasPrefix(s, "Index Scan ") || strings.HasPrefix(s, "Index Only Scan ")
 				of := strings.HasSuffix(s, " "+st.wantIndex)
 				switch {
 				case !indexScan:
