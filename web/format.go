@@ -5,22 +5,46 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/jobd/jobd/process"
 )
 
 // funcs are the templates' helpers.
 var funcs = template.FuncMap{
-	"time":     timeTag,
-	"duration": humanDuration,
-	"since":    since,
-	"json":     prettyJSON,
-	"percent":  percent,
-	"items":    itemRows,
-	"short":    short,
-	"join":     strings.Join,
+	"time":       timeTag,
+	"duration":   humanDuration,
+	"since":      since,
+	"json":       prettyJSON,
+	"percent":    percent,
+	"items":      itemRows,
+	"short":      short,
+	"join":       strings.Join,
+	"pathEscape": url.PathEscape,
+	"itemsKey":   itemsKey,
+	"lockKey":    process.LockKey,
+	"plural":     pluralOf,
 }
+
+// itemsKey is a job's per-item progress as compact JSON ("null" for
+// none): the job page's script compares it with the stream's, to learn
+// when to re-read the rows.
+func itemsKey(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "null"
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
+
+// pluralOf is plural for the templates, whose counts are int64.
+func pluralOf(n int64, one, many string) string { return plural(int(n), one, many) }
 
 // timeTag renders t as <time datetime="RFC 3339">: the UTC text without
 // JavaScript, which the script replaces with the browser's local time.

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -135,6 +136,28 @@ func (s *server) job(w http.ResponseWriter, r *http.Request, v viewer) error {
 	}
 	s.render(w, r, v, http.StatusOK, "job", "Job "+short(j.ID.String(), 8), d)
 	return nil
+}
+
+// items: GET /ui/jobs/{id}/items, the job page's per-item rows alone,
+// which its script re-reads when the stream shows them changed.
+func (s *server) items(w http.ResponseWriter, r *http.Request, v viewer) error {
+	id, err := jobID(r)
+	if err != nil {
+		return err
+	}
+	j, err := s.store.JobGet(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := s.pages["job"].ExecuteTemplate(&buf, "items", jobData{Job: j, Items: itemRows(j.Progress.Items)}); err != nil {
+		return fmt.Errorf("web: render items: %w", err)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	_, err = w.Write(buf.Bytes())
+	return err
 }
 
 // stream: GET /ui/jobs/{id}/stream, the API's job event stream under the

@@ -153,6 +153,7 @@ func (s *server) routes() http.Handler {
 	mux.HandleFunc("GET /ui/jobs", s.page(s.jobs))
 	mux.HandleFunc("POST /ui/jobs/bulk", s.action(scopeAdmin, s.bulk))
 	mux.HandleFunc("GET /ui/jobs/{id}", s.page(s.job))
+	mux.HandleFunc("GET /ui/jobs/{id}/items", s.page(s.items))
 	mux.HandleFunc("GET /ui/jobs/{id}/stream", s.page(s.stream))
 	mux.HandleFunc("POST /ui/jobs/{id}/cancel", s.action(scopeAdmin, s.cancel))
 	mux.HandleFunc("POST /ui/jobs/{id}/retry", s.action(scopeAdmin, s.retry))
