@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"html/template"
 	"net/http"
 	"net/url"
 	"time"
@@ -29,7 +30,7 @@ type asyncData struct {
 	// Pending lists the requests queued or running, else those done.
 	Pending bool
 	Rows    []asyncRow
-	Next    string
+	Next    template.URL
 	Now     time.Time
 }
 
@@ -63,7 +64,7 @@ func (s *server) async(w http.ResponseWriter, r *http.Request, v viewer) error {
 		if !d.Pending {
 			next.Set("view", "done")
 		}
-		d.Next = next.Encode()
+		d.Next = link("/ui/async", next)
 	}
 	for _, j := range jobs {
 		row := asyncRow{Job: j}

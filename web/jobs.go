@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"strings"
@@ -28,8 +29,8 @@ type jobsData struct {
 	Filter jobFilter
 	States []job.State
 	Jobs   []*job.Job
-	// Next is the query of the next page ("" on the last).
-	Next string
+	// Next links the next page ("" on the last).
+	Next template.URL
 	Now  time.Time
 }
 
@@ -96,7 +97,7 @@ func (s *server) jobs(w http.ResponseWriter, r *http.Request, v viewer) error {
 			}
 		}
 		next.Set("after", d.Jobs[pageSize-1].ID.String())
-		d.Next = next.Encode()
+		d.Next = link("/ui/jobs", next)
 	}
 	s.render(w, r, v, http.StatusOK, "jobs", "Jobs", d)
 	return nil

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"html/template"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -20,7 +21,7 @@ type processesData struct {
 	// Total counts the namespace's processes of that status (an index
 	// range of the namespace).
 	Total int64
-	Next  string
+	Next  template.URL
 	Now   time.Time
 }
 
@@ -60,7 +61,7 @@ func (s *server) processes(w http.ResponseWriter, r *http.Request, v viewer) err
 		if d.Status != "" {
 			next.Set("status", d.Status)
 		}
-		d.Next = next.Encode()
+		d.Next = link("/ui/processes", next)
 	}
 	s.render(w, r, v, http.StatusOK, "processes", "Processes", d)
 	return nil
@@ -69,9 +70,9 @@ func (s *server) processes(w http.ResponseWriter, r *http.Request, v viewer) err
 // processData is a process's page with one page of its history.
 type processData struct {
 	Process *store.Process
-	// Older and Newer are the queries of the history's neighbouring
-	// pages ("" for none).
-	Older, Newer string
+	// Older and Newer link the history's neighbouring pages ("" for
+	// none).
+	Older, Newer template.URL
 	Now          time.Time
 }
 
@@ -95,13 +96,14 @@ func (s *server) process(w http.ResponseWriter, r *http.Request, v viewer) error
 		return err
 	}
 	d := processData{Process: p, Now: s.clock.Now()}
+	here := "/ui/processes/" + url.PathEscape(ns) + "/" + url.PathEscape(id)
 	if len(p.History) > 0 {
 		first, last := p.History[0].EventID, p.History[len(p.History)-1].EventID
 		if first > 1 {
-			d.Older = "after=" + strconv.FormatInt(max(first-1-pageSize, 0), 10)
+			d.Older = link(here, url.Values{"after": {strconv.FormatInt(max(first-1-pageSize, 0), 10)}})
 		}
 		if last < p.LastEventID {
-			d.Newer = "after=" + strconv.FormatInt(last, 10)
+			d.Newer = link(here, url.Values{"after": {strconv.FormatInt(last, 10)}})
 		}
 	}
 	s.render(w, r, v, http.StatusOK, "process", "Process "+id, d)

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"html/template"
 	"net/http"
+	"net/url"
 
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/internal/problem"
@@ -79,6 +81,12 @@ func forbidden(format string, args ...any) error {
 
 func badRequest(format string, args ...any) error {
 	return problem.Errorf(api.ProblemBadRequest, "", format, args...)
+}
+
+// link is the href of path with query q: a page of the dashboard, its
+// query encoded.
+func link(path string, q url.Values) template.URL {
+	return template.URL(path + "?" + q.Encode())
 }
 
 // plural is "1 job", "2 jobs".
