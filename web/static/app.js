@@ -54,7 +54,17 @@
     var cancelRequested = box.getAttribute("data-cancel-requested") === "true";
     var items = box.getAttribute("data-items") || "";
     var es = new EventSource(url);
+    // A form sent from the page (cancel, retry) leads to another page:
+    // the stream must not reload this one meanwhile.
+    var leaving = false;
+    document.addEventListener("submit", function (ev) {
+      if (!ev.defaultPrevented) {
+        leaving = true;
+        es.close();
+      }
+    });
     es.addEventListener("job", function (ev) {
+      if (leaving) return;
       var j = JSON.parse(ev.data);
       if (j.state !== state || j.cancel_requested !== cancelRequested) {
         es.close();
