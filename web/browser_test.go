@@ -50,7 +50,7 @@ func newTab(t *testing.T) *tab {
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
 		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1100, 700),
+		chromedp.WindowSize(1280, 720),
 		// Without these Chromium reaches for the network, which this
 		// machine refuses.
 		chromedp.Flag("disable-quic", true),
@@ -333,6 +333,8 @@ func browserScenario(t *testing.T, st store.Store, screenshots bool) {
 	if _, err := d.api.Cancel(ctx, sleeper.ID); err != nil {
 		t.Fatal(err)
 	}
+	// The page follows it to its end (and then stops following it).
+	b.waitFor("the job to end canceled again", `(document.getElementById('job-state') || {}).textContent === 'canceled'`)
 
 	// Per-item progress rows follow the worker's reports live.
 	b.open(d.URL + "/ui/jobs/" + clip.ID.String())

@@ -25,6 +25,7 @@ var funcs = template.FuncMap{
 	"join":       strings.Join,
 	"pathEscape": url.PathEscape,
 	"itemsKey":   itemsKey,
+	"compact":    compactJSON,
 	"lockKey":    process.LockKey,
 	"plural":     pluralOf,
 }
@@ -41,6 +42,16 @@ func itemsKey(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return buf.String()
+}
+
+// compactJSON is raw on one line, "" for nothing to show (null, {} or
+// none).
+func compactJSON(raw json.RawMessage) string {
+	s := itemsKey(raw)
+	if s == "null" || s == "{}" {
+		return ""
+	}
+	return s
 }
 
 // pluralOf is plural for the templates, whose counts are int64.
