@@ -121,14 +121,26 @@ type CompleteRequest struct {
 	Result     json.RawMessage `json:"result,omitempty"`
 }
 
-// FailRequest is the body of POST /api/v1/worker/jobs/{id}/fail.
+// FailRequest is the body of POST /api/v1/worker/jobs/{id}/fail. A
+// retryable failure with attempts left waits, before the next attempt,
+// RetryAfter when given, else the backoff of the job's queue (the
+// server's configuration), as a failure in the engine does.
 type FailRequest struct {
 	LeaseToken uuid.UUID `json:"lease_token"`
 	Error      string    `json:"error"`
 	Retryable  bool      `json:"retryable"`
+	RetryAfter *Duration `json:"retry_after,omitempty"`
 }
 
-// FinishResponse answers complete and fail: the state the job reached.
+// ReleaseRequest is the body of POST /api/v1/worker/jobs/{id}/release: a
+// worker gives back, unfinished, a job it claimed (it is shutting down).
+// The job is queued again at once, its attempt not counted.
+type ReleaseRequest struct {
+	LeaseToken uuid.UUID `json:"lease_token"`
+}
+
+// FinishResponse answers complete, fail and release: the state the job
+// reached.
 type FinishResponse struct {
 	State State `json:"state"`
 }

@@ -26,6 +26,8 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,6 +46,13 @@ type Client struct {
 	base *url.URL
 	key  string
 	http *http.Client
+	// noRetry turns off the retries of answers 503 (WithoutRetries).
+	noRetry bool
+	// tls, when set, is the TLS configuration of the client's transport
+	// (WithCACert, WithTLSConfig).
+	tls *tls.Config
+	// optErr is the first error of an option, returned by New.
+	optErr error
 }
 
 // Option configures a Client.
@@ -51,14 +60,47 @@ type Option func(*Client)
 
 // WithHTTPClient makes the client send its requests with hc (default
 // http.DefaultClient). Do not give hc a Timeout shorter than your longest
-// Wait: streams and long-polls are held open.
+// Wait: streams and long-polls are held open. With WithCACert or
+// WithTLSConfig too, hc's Transport must be an *http.Transport (it is
+// cloned, with that TLS configuration) or nil.
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *Client) { c.http = hc }
 }
 
+// WithoutRetries makes every request fail at once with the server's
+// answer 503 (unavailable: its database does not answer; busy: too many
+// pending requests) instead of sending it again after the answer's
+// Retry-After, until the request's context ends, as the client does by
+// default.
+func WithoutRetries() Option {
+	return func(c *Client) { c.noRetry = true }
+}
+
+// WithTLSConfig makes the client speak TLS to an https:// server with
+// cfg (cloned), for a private CA (RootCAs), a client certificate, or a
+// server name of its own.
+func WithTLSConfig(cfg *tls.Config) Option {
+	return func(c *Client) { c.tls = cfg.Clone() }
+}
+
+// WithCACert makes the client trust the certificates of an https://
+// server signed by the CA certificates in pem (PEM-encoded), instead of
+// the system's roots: for a server whose certificate a private CA signed.
+func WithCACert(pem []byte) Option {
+	return func(c *Client) {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			c.optErr = errors.New("jobd client: the CA certificate holds no PEM certificate")
+			return
+		}
+		c.tls = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+}
+
 // New returns a client of the server at baseURL (e.g.
-// "http://127.0.0.1:8080"), presenting key (an API key or the admin
-// secret; empty for an open server) as a bearer credential.
+// "http://127.0.0.1:8080", or "https://jobd.internal:8443" for a server
+// that serves TLS), presenting key (an API key or the admin secret; empty
+// for an open server) as a bearer credential.
 func New(baseURL, key string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
 	if err != nil {
@@ -71,7 +113,33 @@ func New(baseURL, key string, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o(c)
 	}
+	if c.optErr != nil {
+		return nil, c.optErr
+	}
+	if c.tls != nil {
+		if err := c.useTLS(); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// useTLS gives the client's HTTP client a transport with c.tls.
+func (c *Client) useTLS() error {
+	var t *http.Transport
+	switch rt := c.http.Transport.(type) {
+	case nil:
+		t = http.DefaultTransport.(*http.Transport).Clone()
+	case *http.Transport:
+		t = rt.Clone()
+	default:
+		return fmt.Errorf("jobd client: a TLS configuration needs an *http.Transport, the HTTP client has a %T", rt)
+	}
+	t.TLSClientConfig = c.tls
+	hc := *c.http
+	hc.Transport = t
+	c.http = &hc
+	return nil
 }
 
 // Sentinel errors an *Error matches with errors.Is. The server's answer
@@ -158,7 +226,10 @@ func (e *Error) Is(target error) bool {
 // is false for every other answer, and when the caller's context ended.
 // A request that is not idempotent (Submit without an idempotency key,
 // CallProcess without TaskOptions.IdempotencyKey) may have been carried
-// out when its connection broke.
+// out when its connection broke, or when the server's database went away
+// as it committed (503). The client itself sends a request answered 503
+// again until its context ends, unless made WithoutRetries: an error
+// matching ErrUnavailable then means that the context ended first.
 func IsRetryable(err error) bool {
 	var e *Error
 	var ue *url.Error
@@ -213,8 +284,40 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	return c.doWith(ctx, method, path, query, nil, body, out)
 }
 
-// doWith is do with extra request headers.
+// Delays between the retries of a request answered 503 without a
+// Retry-After: doubling from retryMin up to retryMax. A Retry-After is
+// obeyed up to maxRetryAfter.
+const (
+	retryMin      = 250 * time.Millisecond
+	retryMax      = 5 * time.Second
+	maxRetryAfter = time.Minute
+)
+
+// doWith is do with extra request headers. A request answered 503 (the
+// server's database does not answer, or it is too busy) is sent again
+// after the answer's Retry-After, or a growing delay, until it gets
+// another answer or ctx ends (see WithoutRetries).
 func (c *Client) doWith(ctx context.Context, method, path string, query url.Values, hdr http.Header, body, out any) (int, http.Header, error) {
+	delay := retryMin
+	for {
+		status, h, err := c.send(ctx, method, path, query, hdr, body, out)
+		var e *Error
+		if c.noRetry || !errors.As(err, &e) || e.StatusCode != http.StatusServiceUnavailable || !errors.Is(e, ErrUnavailable) {
+			return status, h, err
+		}
+		wait := delay
+		if e.RetryAfter > 0 {
+			wait = min(e.RetryAfter, maxRetryAfter)
+		}
+		if sleep(ctx, wait) != nil {
+			return status, h, err // the answer, not the context's end
+		}
+		delay = min(2*delay, retryMax)
+	}
+}
+
+// send sends one request and decodes a 2xx JSON answer into out.
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, hdr http.Header, body, out any) (int, http.Header, error) {
 	req, err := c.request(ctx, method, path, query, body)
 	if err != nil {
 		return 0, nil, err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,7 +36,9 @@ func answer(t *testing.T, status int, ct, retryAfter, body string) *client.Clien
 		_, _ = w.Write([]byte(body))
 	}))
 	t.Cleanup(srv.Close)
-	c, err := client.New(srv.URL, "")
+	// Each case classifies one answer: without retries, a 503 is
+	// returned at once.
+	c, err := client.New(srv.URL, "", client.WithoutRetries())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,5 +127,40 @@ func TestRetryAfterAndTransport(t *testing.T) {
 	}
 	if client.IsRetryable(nil) {
 		t.Error("nil is retryable")
+	}
+}
+
+// TestRetriesUnavailable: a request answered 503 (the database does not
+// answer) is sent again after the answer's Retry-After until another
+// answer comes, or until its context ends, when the 503 is returned.
+func TestRetriesUnavailable(t *testing.T) {
+	body, _ := json.Marshal(api.Problem{Type: api.ProblemUnavailable, Title: "Service unavailable", Status: 503})
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) <= 2 {
+			w.Header().Set("Content-Type", api.ProblemContentType)
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(503)
+			_, _ = w.Write(body)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(api.Job{ID: uuid.Nil, State: api.StateQueued})
+	}))
+	t.Cleanup(srv.Close)
+	c, err := client.New(srv.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(t.Context(), uuid.New()); err != nil || calls.Load() != 3 {
+		t.Fatalf("Get after two 503s: %v after %d calls, want success at the third", err, calls.Load())
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
+	defer cancel()
+	calls.Store(-100) // 503 from now on
+	_, err = c.Get(ctx, uuid.New())
+	var apiErr *client.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 503 || !errors.Is(err, client.ErrUnavailable) || calls.Load() < -98 {
+		t.Fatalf("Get while the server answers 503 until the context ends: %v after %d calls, want the 503 after a retry", err, calls.Load()+100)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jobd/jobd/api"
 )
@@ -82,13 +83,34 @@ func (p permanent) Unwrap() error { return p.err }
 // retried.
 func Permanent(err error) error { return permanent{err} }
 
+// retryAfter marks an error whose job waits delay before its next
+// attempt.
+type retryAfter struct {
+	err   error
+	delay time.Duration
+}
+
+func (r retryAfter) Error() string { return r.err.Error() }
+func (r retryAfter) Unwrap() error { return r.err }
+
+// RetryAfter wraps err so that the job, when it has attempts left, waits
+// d before its next attempt instead of its queue's backoff (as
+// engine.RetryAfter does in the engine).
+func RetryAfter(err error, d time.Duration) error {
+	if err == nil {
+		err = errors.New("retry requested")
+	}
+	return retryAfter{err: err, delay: max(d, 0)}
+}
+
 // handler runs one claimed job and returns its result.
 type handler func(ctx context.Context, w *Worker, j api.ClaimedJob) (json.RawMessage, error)
 
 // Handle registers fn for jobs of kind: their args are decoded into A
 // (bad args fail the job for good), fn's result R is encoded as the job's
-// result. An error fails the job, retryably unless wrapped by Permanent.
-// Register every handler before Run.
+// result. An error fails the job, retryably (after its queue's backoff,
+// or RetryAfter's delay) unless wrapped by Permanent; a panic is a
+// retryable failure too. Register every handler before Run.
 func Handle[A, R any](w *Worker, kind string, fn func(ctx context.Context, t *Task[A]) (R, error)) {
 	h := func(ctx context.Context, w *Worker, j api.ClaimedJob) (json.RawMessage, error) {
 		t := &Task[A]{Job: j, w: w}

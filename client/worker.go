@@ -27,8 +27,8 @@ type WorkerConfig struct {
 	// shorter when a running job's lease TTL is under three times it.
 	HeartbeatInterval time.Duration
 	// ShutdownTimeout is how long Run waits, once its context ends, for
-	// running jobs before it cancels them and fails them as retryable;
-	// default 30s.
+	// running jobs before it cancels them and releases them (queued again
+	// at once, their attempt not counted); default 30s.
 	ShutdownTimeout time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
@@ -52,7 +52,15 @@ type Worker struct {
 type run struct {
 	job    api.ClaimedJob
 	cancel context.CancelCauseFunc
+	// abandoned: the shutdown released the job without its handler,
+	// which ignored its cancel; the handler's outcome is dropped.
+	abandoned bool
 }
+
+// hardStopGrace is how long a shutdown waits, after cancelling the
+// handlers that outlived ShutdownTimeout, before it releases their jobs
+// without them.
+const hardStopGrace = 5 * time.Second
 
 // NewWorker returns a worker over c.
 func NewWorker(c *Client, cfg WorkerConfig) *Worker {
@@ -87,7 +95,10 @@ func (w *Worker) HandleAny(fn func(ctx context.Context, t *Task[json.RawMessage]
 
 // Run claims and runs jobs until ctx ends, then stops claiming, lets the
 // running jobs finish for up to ShutdownTimeout, cancels the rest (cause
-// ErrShuttingDown) and fails them as retryable. It returns nil after a
+// ErrShuttingDown) and releases every job whose handler did not succeed:
+// it is queued again at once, its attempt not counted, as the engine
+// does at its shutdown. A handler that ignores its cancel for
+// hardStopGrace has its job released without it. Run returns nil after a
 // graceful stop; a worker refused by the server (401, 403) returns that
 // error at once.
 func (w *Worker) Run(ctx context.Context) error {
@@ -111,10 +122,40 @@ func (w *Worker) Run(ctx context.Context) error {
 		r.cancel(ErrShuttingDown)
 	}
 	w.mu.Unlock()
-	w.waitIdle(w.cfg.ShutdownTimeout)
+	if !w.waitIdle(hardStopGrace) {
+		w.abandon(base)
+	}
 	stopHB()
 	wg.Wait()
 	return err
+}
+
+// abandon releases the jobs whose handlers still run after their cancel,
+// and forgets them: their outcomes, if they ever come, are dropped.
+func (w *Worker) abandon(base context.Context) {
+	w.mu.Lock()
+	var stuck []*run
+	for id, r := range w.running {
+		r.abandoned = true
+		stuck = append(stuck, r)
+		delete(w.running, id)
+	}
+	w.mu.Unlock()
+	for _, r := range stuck {
+		w.log.Error("jobd worker: handler still running after its cancel; releasing its job without waiting for it", "job_id", r.job.ID)
+		rctx, cancel := context.WithTimeout(base, reportTimeout(r.job))
+		if _, err := w.c.Release(rctx, r.job.ID, r.job.LeaseToken); err != nil {
+			w.log.Warn("jobd worker: release job", "job_id", r.job.ID, "err", err)
+		}
+		cancel()
+	}
+}
+
+// reportTimeout bounds the report of j's outcome: its lease TTL (the
+// server keeps the lease that long anyway, and the client retries while
+// the server's database does not answer), at least 30s.
+func reportTimeout(j api.ClaimedJob) time.Duration {
+	return max(time.Duration(j.LeaseTTL), 30*time.Second)
 }
 
 // claimLoop claims while slots are free, until ctx ends or the server
@@ -175,6 +216,13 @@ func (w *Worker) start(base context.Context, j api.ClaimedJob) {
 	go func() {
 		defer cancel(nil)
 		res, err := w.call(ctx, h, j)
+		w.mu.Lock()
+		abandoned := r.abandoned
+		w.mu.Unlock()
+		if abandoned {
+			w.log.Warn("jobd worker: job ended after the shutdown released it; outcome dropped", "job_id", j.ID)
+			return
+		}
 		w.finish(base, ctx, j, res, err)
 		w.mu.Lock()
 		delete(w.running, j.ID)
@@ -186,38 +234,49 @@ func (w *Worker) start(base context.Context, j api.ClaimedJob) {
 	}()
 }
 
-// call runs the handler, turning a panic into a permanent error.
+// call runs the handler, turning a panic into a retryable failure, as
+// the engine does.
 func (w *Worker) call(ctx context.Context, h handler, j api.ClaimedJob) (res json.RawMessage, err error) {
 	if h == nil {
 		return nil, Permanent(fmt.Errorf("no handler for kind %q on this worker", j.Kind))
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			w.log.Error("jobd worker: handler panic", "job_id", j.ID, "panic", v, "stack", string(debug.Stack()))
-			err = Permanent(fmt.Errorf("handler panic: %v", v))
+			w.log.Error("jobd worker: handler panicked", "job_id", j.ID, "panic", v, "stack", string(debug.Stack()))
+			res, err = nil, fmt.Errorf("panic: %v", v)
 		}
 	}()
 	return h(ctx, w, j)
 }
 
-// finish reports a job's outcome, unless its lease was lost.
+// finish reports a job's outcome, unless its lease was lost: a success,
+// a release when the shutdown cancelled a handler that did not succeed,
+// or a failure, retryable unless Permanent (after RetryAfter's delay, or
+// the queue's backoff).
 func (w *Worker) finish(base, ctx context.Context, j api.ClaimedJob, res json.RawMessage, err error) {
 	cause := context.Cause(ctx)
 	if errors.Is(cause, ErrLeaseLost) {
 		w.log.Warn("jobd worker: lease lost; outcome dropped", "job_id", j.ID)
 		return
 	}
-	rctx, cancel := context.WithTimeout(base, 30*time.Second)
+	rctx, cancel := context.WithTimeout(base, reportTimeout(j))
 	defer cancel()
-	var rerr error
+	var (
+		rerr  error
+		p     permanent
+		after retryAfter
+	)
 	switch {
 	case err == nil:
 		_, rerr = w.c.Complete(rctx, j.ID, j.LeaseToken, res)
 	case errors.Is(cause, ErrShuttingDown):
-		_, rerr = w.c.Fail(rctx, j.ID, j.LeaseToken, "worker shut down before the job finished: "+err.Error(), true)
+		_, rerr = w.c.Release(rctx, j.ID, j.LeaseToken)
+	case errors.As(err, &p):
+		_, rerr = w.c.Fail(rctx, j.ID, j.LeaseToken, err.Error(), false)
+	case errors.As(err, &after):
+		_, rerr = w.c.FailRetryAfter(rctx, j.ID, j.LeaseToken, err.Error(), after.delay)
 	default:
-		var p permanent
-		_, rerr = w.c.Fail(rctx, j.ID, j.LeaseToken, err.Error(), !errors.As(err, &p))
+		_, rerr = w.c.Fail(rctx, j.ID, j.LeaseToken, err.Error(), true)
 	}
 	if rerr != nil {
 		w.log.Warn("jobd worker: report outcome", "job_id", j.ID, "err", rerr)

@@ -108,14 +108,37 @@ func (c *Client) Complete(ctx context.Context, id, token uuid.UUID, result json.
 }
 
 // Fail fails a claimed job; a retryable failure with attempts left
-// queues it again. It returns the state the job reached. A NUL in msg
-// (a program's stderr may hold one) is sent as U+FFFD, as encoding/json
-// sends invalid UTF-8: the server refuses text it cannot store, and a
-// job's failure must not be lost for a byte of its message.
+// queues it again after its queue's backoff (the server's). It returns
+// the state the job reached. A NUL in msg (a program's stderr may hold
+// one) is sent as U+FFFD, as encoding/json sends invalid UTF-8: the
+// server refuses text it cannot store, and a job's failure must not be
+// lost for a byte of its message.
 func (c *Client) Fail(ctx context.Context, id, token uuid.UUID, msg string, retryable bool) (api.State, error) {
+	return c.fail(ctx, id, api.FailRequest{LeaseToken: token, Error: msg, Retryable: retryable})
+}
+
+// FailRetryAfter fails a claimed job retryably: with attempts left it is
+// queued again after delay instead of its queue's backoff. It returns
+// the state the job reached; msg is sent as Fail sends it.
+func (c *Client) FailRetryAfter(ctx context.Context, id, token uuid.UUID, msg string, delay time.Duration) (api.State, error) {
+	d := api.Duration(max(delay, 0))
+	return c.fail(ctx, id, api.FailRequest{LeaseToken: token, Error: msg, Retryable: true, RetryAfter: &d})
+}
+
+func (c *Client) fail(ctx context.Context, id uuid.UUID, req api.FailRequest) (api.State, error) {
 	var out api.FinishResponse
-	req := api.FailRequest{LeaseToken: token, Error: storableText(msg), Retryable: retryable}
+	req.Error = storableText(req.Error)
 	_, _, err := c.do(ctx, http.MethodPost, workerJobPath(id, "fail"), nil, req, &out)
+	return out.State, err
+}
+
+// Release gives a claimed job back unfinished (the worker is shutting
+// down): it is queued again at once, its attempt not counted, or
+// canceled when its cancel was requested. It returns the state the job
+// reached.
+func (c *Client) Release(ctx context.Context, id, token uuid.UUID) (api.State, error) {
+	var out api.FinishResponse
+	_, _, err := c.do(ctx, http.MethodPost, workerJobPath(id, "release"), nil, api.ReleaseRequest{LeaseToken: token}, &out)
 	return out.State, err
 }
 

@@ -110,6 +110,19 @@ func New(cfg Config) (*Engine, error) {
 // Node returns the name this engine uses as lease owner.
 func (e *Engine) Node() string { return e.cfg.Node }
 
+// RetryDelay is how long a job of queue waits before its next attempt
+// after its attempt-th attempt (1 for the first) failed as retryable: the
+// backoff of this engine's pool of queue (QueueConfig.Backoff), or
+// DefaultBackoff for a queue it has no pool of. The HTTP API applies it
+// to the failures remote workers report, so that a failure waits the
+// same wherever its job ran.
+func (e *Engine) RetryDelay(queue string, attempt int) time.Duration {
+	if p, ok := e.producers[queue]; ok {
+		return p.cfg.Backoff.Delay(attempt, nil)
+	}
+	return DefaultBackoff.Delay(attempt, nil)
+}
+
 // Insert creates one job (see store.Store.JobInsertMany). The store wakes
 // the workers of its queue.
 func (e *Engine) Insert(ctx context.Context, p job.InsertParams) (store.InsertResult, error) {

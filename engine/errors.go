@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -56,6 +57,12 @@ func RetryAfter(err error, d time.Duration) error {
 
 // maxErrorBytes caps the error text kept with a job.
 const maxErrorBytes = 4096
+
+// storableText is s as every store can keep it in a text column: its NUL
+// characters and invalid UTF-8 become U+FFFD (job.CheckText).
+func storableText(s string) string {
+	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", "\uFFFD"), "\uFFFD")
+}
 
 // truncate cuts s to at most n bytes on a rune boundary, marking the cut.
 func truncate(s string, n int) string {

@@ -43,7 +43,7 @@ func newExecution(p *producer, j *job.Job, cancel context.CancelCauseFunc) *exec
 		e:      p.e,
 		p:      p,
 		job:    j,
-		lease:  store.Lease{ID: j.ID, Token: j.LeaseToken},
+		lease:  store.Lease{ID: j.ID, Token: j.LeaseToken, Owner: p.e.cfg.Node},
 		cancel: cancel,
 	}
 	x.progress.init(x, j.Progress.Phase)
@@ -82,11 +82,19 @@ func (x *execution) call(ctx context.Context) (res json.RawMessage, err error) {
 func (x *execution) outcome(ctx context.Context, res json.RawMessage, err error) store.Outcome {
 	out := store.Outcome{Lease: x.lease}
 	if err == nil {
+		if cerr := job.CheckJSON("result", res); cerr != nil {
+			// No store would keep it, and the handler would return the
+			// same again: fail the job, saying why.
+			x.e.log.Warn("engine: the handler's result cannot be stored; failing the job", "job_id", x.job.ID,
+				"kind", x.job.Kind, "err", cerr)
+			out.Status = store.OutcomeSucceeded
+			return refusedOutcome(out, cerr)
+		}
 		out.Status = store.OutcomeSucceeded
 		out.Result = res
 		return out
 	}
-	out.Error = truncate(err.Error(), maxErrorBytes)
+	out.Error = truncate(storableText(err.Error()), maxErrorBytes)
 	cause := context.Cause(ctx)
 	switch {
 	case ctx.Err() != nil && errors.Is(cause, ErrCancelRequested):

@@ -2,12 +2,10 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
 
-	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/observe"
 	"github.com/jobd/jobd/store"
 )
@@ -29,6 +27,8 @@ type finishItem struct {
 	rec  observe.KindRecorder
 	span observe.Span
 	ran  time.Duration
+	// refused: out replaces an outcome the store refused (refusedOutcome).
+	refused bool
 }
 
 // finisher writes the outcomes of the whole engine in batches: one
@@ -91,7 +91,11 @@ func (f *finisher) run(ctx context.Context, stop <-chan struct{}) (unwritten int
 
 // flush writes batches until none is pending, retrying a failing store
 // with backoff (outcomes are fenced by their lease token, so writing one
-// twice is harmless). It gives up only when ctx ends.
+// twice is harmless). It gives up only when ctx ends. A batch the store
+// refuses for good (store.Refused: a value it cannot keep) is split until
+// the outcomes it refuses are alone: each of those fails its job instead
+// (refusedOutcome), and the rest are written, so that one bad outcome
+// never holds back the others.
 func (f *finisher) flush(ctx context.Context, h *health) {
 	delay := retryMin
 	for {
@@ -99,28 +103,7 @@ func (f *finisher) flush(ctx context.Context, h *health) {
 		if len(batch) == 0 {
 			return
 		}
-		outs := make([]store.Outcome, len(batch))
-		for i, it := range batch {
-			outs[i] = it.out
-		}
-		began := f.e.clock.Now()
-		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		res, err := f.e.store.JobFinish(cctx, outs)
-		cancel()
-		if err == nil {
-			f.e.cfg.Observer.FinishBatch(len(outs), f.e.clock.Now().Sub(began))
-		}
-		var invalid *job.ValidationError
-		if errors.As(err, &invalid) {
-			// Retrying cannot help. Drop the batch: its leases expire and
-			// the reaper returns the jobs to their queues.
-			f.e.log.Error("engine: the store rejected job outcomes; dropping them", "jobs", len(batch), "err", err)
-			now := f.e.clock.Now()
-			for _, it := range batch {
-				it.span.End(observe.LeaseLost, err.Error(), now)
-			}
-			continue
-		}
+		res, err := f.write(ctx, batch)
 		if err != nil {
 			f.putBack(batch)
 			if ctx.Err() != nil {
@@ -136,6 +119,66 @@ func (f *finisher) flush(ctx context.Context, h *health) {
 		h.ok()
 		delay = retryMin
 		f.report(batch, res)
+	}
+}
+
+// write applies batch's outcomes, isolating those the store refuses for
+// good (see flush). It fails only with an error that may pass (the
+// database unreachable, a timeout); batch's items then hold what it tried
+// last.
+func (f *finisher) write(ctx context.Context, batch []finishItem) ([]store.FinishResult, error) {
+	outs := make([]store.Outcome, len(batch))
+	for i, it := range batch {
+		outs[i] = it.out
+	}
+	began := f.e.clock.Now()
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	res, err := f.e.store.JobFinish(cctx, outs)
+	cancel()
+	if err == nil {
+		f.e.cfg.Observer.FinishBatch(len(outs), f.e.clock.Now().Sub(began))
+	}
+	if err == nil || !store.Refused(err) {
+		return res, err
+	}
+	if len(batch) == 1 {
+		if batch[0].refused {
+			// Even the failure that replaced it: leave the job to the
+			// reaper, which takes it back when its lease expires.
+			f.e.log.Error("engine: the store refused a job's outcome and the failure that replaced it; dropping it",
+				"job_id", batch[0].out.ID, "kind", batch[0].kind, "err", err)
+			return []store.FinishResult{{Lost: true}}, nil
+		}
+		f.e.log.Warn("engine: the store refused a job's outcome; failing the job instead",
+			"job_id", batch[0].out.ID, "kind", batch[0].kind, "outcome", batch[0].out.Status, "err", err)
+		batch[0].out = refusedOutcome(batch[0].out, err)
+		batch[0].refused = true
+		return f.write(ctx, batch)
+	}
+	mid := len(batch) / 2
+	left, err := f.write(ctx, batch[:mid])
+	if err != nil {
+		return nil, err
+	}
+	right, err := f.write(ctx, batch[mid:])
+	if err != nil {
+		return nil, err
+	}
+	return append(left, right...), nil
+}
+
+// refusedOutcome is the outcome that replaces out when the store refused
+// it for good: a failure of the job, not retried (its handler would only
+// return the same), saying why.
+func refusedOutcome(out store.Outcome, why error) store.Outcome {
+	what := "outcome"
+	if out.Status == store.OutcomeSucceeded {
+		what = "result"
+	}
+	return store.Outcome{
+		Lease:  out.Lease,
+		Status: store.OutcomeFailed,
+		Error:  truncate(storableText(what+" refused by the store: "+why.Error()), maxErrorBytes),
 	}
 }
 

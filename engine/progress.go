@@ -9,6 +9,7 @@ import (
 
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // progress throttles one job's progress writes. set only records the
@@ -140,8 +141,9 @@ func (p *progress) loop(ctx context.Context, c clock.Clock, interval time.Durati
 	}
 }
 
-// write stores v; false when it should be tried again. A lost lease or a
-// cancel request cancels the handler.
+// write stores v; false when it should be tried again (not when the
+// store refused it for good). A lost lease or a cancel request cancels
+// the handler.
 func (p *progress) write(ctx context.Context, v job.Progress) bool {
 	x := p.x
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
@@ -153,6 +155,10 @@ func (p *progress) write(ctx context.Context, v job.Progress) bool {
 	switch {
 	case errors.Is(err, job.ErrLeaseLost):
 		x.leaseLost("progress")
+	case store.Refused(err):
+		// The same value would be refused again: drop it, and let the
+		// next one through.
+		x.e.log.Warn("engine: the store refused a job's progress; dropping it", "job_id", x.job.ID, "err", err)
 	case err != nil:
 		if ctx.Err() == nil && !p.failing {
 			p.failing = true

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/internal/problem"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/process"
@@ -61,9 +62,12 @@ type Config struct {
 	// PreferWindow is the remote workers' claims' prefer window (see
 	// store.ClaimParams); default 60s.
 	PreferWindow time.Duration
-	// WorkerRetryDelay is how long a job a remote worker failed as
-	// retryable waits before its next attempt; default 10s, negative 0.
-	WorkerRetryDelay time.Duration
+	// RetryDelay is how long a job of queue waits before its next attempt
+	// after a remote worker failed its attempt-th attempt (1 for the
+	// first) as retryable without a retry_after of its own: the queue's
+	// backoff, as for a job that fails in the engine. jobd serve passes
+	// the engine's RetryDelay; nil uses engine.DefaultBackoff.
+	RetryDelay func(queue string, attempt int) time.Duration
 	// Async serves the async gateway's result routes (/api/v1/async/...)
 	// once this API has checked their scope; it sees the request as it
 	// came. Nil answers them 404.
@@ -99,10 +103,8 @@ func (c Config) withDefaults() Config {
 		c.PreferWindow = DefaultPreferWindow
 	}
 	c.Observer = c.Observer.withDefaults()
-	if c.WorkerRetryDelay == 0 {
-		c.WorkerRetryDelay = DefaultWorkerRetryDelay
-	} else if c.WorkerRetryDelay < 0 {
-		c.WorkerRetryDelay = 0
+	if c.RetryDelay == nil {
+		c.RetryDelay = func(_ string, attempt int) time.Duration { return engine.DefaultBackoff.Delay(attempt, nil) }
 	}
 	return c
 }
@@ -226,6 +228,7 @@ func (s *server) routes() []route {
 		{"POST", "/api/v1/worker/jobs/{id}/checkpoint", scopeWorker, s.workerCheckpoint},
 		{"POST", "/api/v1/worker/jobs/{id}/complete", scopeWorker, s.workerComplete},
 		{"POST", "/api/v1/worker/jobs/{id}/fail", scopeWorker, s.workerFail},
+		{"POST", "/api/v1/worker/jobs/{id}/release", scopeWorker, s.workerRelease},
 
 		{"POST", "/api/v1/processes/{ns}/{id}", scopeSubmit, s.initProcess},
 		{"POST", "/api/v1/processes/{ns}/{id}/call", scopeSubmit, s.callProcess},

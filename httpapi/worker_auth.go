@@ -17,8 +17,7 @@ import (
 
 // Defaults of the remote-worker settings of Config.
 const (
-	DefaultPreferWindow     = 60 * time.Second
-	DefaultWorkerRetryDelay = 10 * time.Second
+	DefaultPreferWindow = 60 * time.Second
 	// MaxClaimWait caps a claim's wait.
 	MaxClaimWait = 60 * time.Second
 )

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"time"
@@ -49,7 +50,7 @@ func (s *server) workerHeartbeat(w http.ResponseWriter, r *http.Request) error {
 	if len(req.Leases) > 0 {
 		leases := make([]store.Lease, len(req.Leases))
 		for i, l := range req.Leases {
-			leases[i] = store.Lease{ID: l.ID, Token: l.LeaseToken}
+			leases[i] = store.Lease{ID: l.ID, Token: l.LeaseToken, Owner: wk.ID}
 		}
 		res, err := s.store.JobHeartbeat(r.Context(), wk.ID, leases)
 		if err != nil {
@@ -130,20 +131,41 @@ func (s *server) workerClaim(w http.ResponseWriter, r *http.Request) error {
 	}
 }
 
-// claimFor claims up to req.Max jobs over req.Queues, in order.
+// claimFor claims up to req.Max jobs over req.Queues, in order. The
+// claims of several queues run in one transaction: when one fails, those
+// before it are undone with it, so that no job is left leased to a worker
+// that was never told of it.
 func (s *server) claimFor(ctx context.Context, wk *store.Worker, req api.ClaimRequest) ([]*job.Job, error) {
+	if len(req.Queues) == 1 {
+		return s.claimQueues(ctx, s.store, wk, req)
+	}
+	var jobs []*job.Job
+	err := s.store.InTx(ctx, func(ctx context.Context, ex store.Executor) error {
+		var err error
+		jobs, err = s.claimQueues(ctx, ex, wk, req)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return jobs, nil
+}
+
+// claimQueues claims through ex up to req.Max jobs over req.Queues, in
+// order, and stops at the first error.
+func (s *server) claimQueues(ctx context.Context, ex store.Executor, wk *store.Worker, req api.ClaimRequest) ([]*job.Job, error) {
 	var jobs []*job.Job
 	for _, q := range req.Queues {
 		n := req.Max - len(jobs)
 		if n <= 0 {
 			break
 		}
-		got, err := s.store.JobClaim(ctx, store.ClaimParams{
+		got, err := ex.JobClaim(ctx, store.ClaimParams{
 			Queue: q, Max: n, Owner: wk.ID, WorkerID: wk.ID,
 			Capabilities: wk.Capabilities, PreferWindow: s.cfg.PreferWindow,
 		})
 		if err != nil {
-			return jobs, err
+			return nil, fmt.Errorf("claim from queue %q: %w", q, err)
 		}
 		jobs = append(jobs, got...)
 	}
@@ -169,7 +191,7 @@ func (s *server) workerProgress(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p := job.Progress{Phase: req.Phase, Done: req.Done, Total: req.Total, Items: req.Items}
-	cancel, err := s.store.JobSetProgress(r.Context(), store.Lease{ID: id, Token: req.LeaseToken}, p)
+	cancel, err := s.store.JobSetProgress(r.Context(), workerLease(r, id, req.LeaseToken), p)
 	if err != nil { // job.ErrLeaseLost is answered 409 lease-lost
 		return err
 	}
@@ -189,7 +211,7 @@ func (s *server) workerCheckpoint(w http.ResponseWriter, r *http.Request) error 
 	if len(req.Checkpoint) == 0 {
 		return job.Invalid("checkpoint", "is required")
 	}
-	err = s.store.JobSetCheckpoint(r.Context(), store.Lease{ID: id, Token: req.LeaseToken}, req.Checkpoint)
+	err = s.store.JobSetCheckpoint(r.Context(), workerLease(r, id, req.LeaseToken), req.Checkpoint)
 	if err != nil { // job.ErrLeaseLost is answered 409 lease-lost
 		return err
 	}
@@ -209,12 +231,13 @@ func (s *server) workerComplete(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return s.workerFinish(w, r, store.Outcome{
-		Lease: store.Lease{ID: id, Token: req.LeaseToken}, Status: store.OutcomeSucceeded, Result: req.Result,
+		Lease: workerLease(r, id, req.LeaseToken), Status: store.OutcomeSucceeded, Result: req.Result,
 	})
 }
 
 // workerFail: POST /api/v1/worker/jobs/{id}/fail {lease_token, error,
-// retryable} → {state}.
+// retryable, retry_after} → {state}. A retryable failure waits
+// retry_after, or else the backoff of the job's queue, as in the engine.
 func (s *server) workerFail(w http.ResponseWriter, r *http.Request) error {
 	id, err := workerJobID(r)
 	if err != nil {
@@ -224,10 +247,44 @@ func (s *server) workerFail(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	return s.workerFinish(w, r, store.Outcome{
-		Lease: store.Lease{ID: id, Token: req.LeaseToken}, Status: store.OutcomeFailed,
-		Error: job.CutText(req.Error, maxWorkerError), Retryable: req.Retryable, RetryDelay: s.cfg.WorkerRetryDelay,
-	})
+	out := store.Outcome{
+		Lease: workerLease(r, id, req.LeaseToken), Status: store.OutcomeFailed,
+		Error: job.CutText(req.Error, maxWorkerError), Retryable: req.Retryable,
+	}
+	switch {
+	case req.RetryAfter != nil && *req.RetryAfter < 0:
+		return job.Invalid("retry_after", "must not be negative, got %s", time.Duration(*req.RetryAfter))
+	case req.RetryAfter != nil:
+		out.RetryDelay = time.Duration(*req.RetryAfter)
+	case req.Retryable:
+		// The attempt and queue cannot change while the lease is held;
+		// a job whose lease is gone is refused by JobFinish below.
+		j, err := s.store.JobGet(r.Context(), id)
+		if errors.Is(err, job.ErrNotFound) {
+			return job.ErrLeaseLost
+		}
+		if err != nil {
+			return err
+		}
+		out.RetryDelay = s.cfg.RetryDelay(j.Queue, j.Attempt)
+	}
+	return s.workerFinish(w, r, out)
+}
+
+// workerRelease: POST /api/v1/worker/jobs/{id}/release {lease_token} →
+// {state}: the job goes back to its queue at once, its attempt not
+// counted (canceled instead when its cancel was requested), as the
+// engine releases its jobs at shutdown.
+func (s *server) workerRelease(w http.ResponseWriter, r *http.Request) error {
+	id, err := workerJobID(r)
+	if err != nil {
+		return err
+	}
+	var req api.ReleaseRequest
+	if err := s.decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	return s.workerFinish(w, r, store.Outcome{Lease: workerLease(r, id, req.LeaseToken), Status: store.OutcomeReleased})
 }
 
 // workerFinish applies a worker's outcome, fenced by its lease token, and
@@ -242,15 +299,23 @@ func (s *server) workerFinish(w http.ResponseWriter, r *http.Request, out store.
 		return job.ErrLeaseLost
 	}
 	done, failed := 0, 0
-	if res[0].State == job.StateSucceeded {
+	switch {
+	case res[0].State == job.StateSucceeded:
 		done = 1
-	} else {
+	case out.Status != store.OutcomeReleased:
 		failed = 1
 	}
 	if err := s.store.WorkerSeen(r.Context(), callingWorker(r).ID, "", done, failed); err != nil && !errors.Is(err, job.ErrNotFound) {
 		s.log.Warn("count a worker's finished job", "worker", callingWorker(r).ID, "err", err)
 	}
 	return writeJSON(w, http.StatusOK, api.FinishResponse{State: api.State(res[0].State)})
+}
+
+// workerLease is the lease a worker's call names: the job, the token it
+// presents and the calling worker as the owner, so that a worker holding
+// another one's token still cannot write for it (409 lease-lost).
+func workerLease(r *http.Request, id, token uuid.UUID) store.Lease {
+	return store.Lease{ID: id, Token: token, Owner: callingWorker(r).ID}
 }
 
 func workerJobID(r *http.Request) (uuid.UUID, error) {

@@ -72,11 +72,15 @@ type Outcome struct {
 }
 
 // Check refuses an outcome no store can apply: an unknown status, a
-// result that is not JSON. Stores call it for every outcome of a batch
-// before they write anything.
+// result that is not JSON every store keeps (CheckJSON), an error text
+// with NUL or invalid UTF-8 (CheckText). Stores call it for every outcome
+// of a batch before they write anything.
 func (o Outcome) Check() error {
 	if !o.Status.Valid() {
 		return Invalid("status", "unknown outcome status %q", o.Status)
+	}
+	if err := CheckText("error", o.Error); err != nil {
+		return err
 	}
 	return CheckJSON("result", o.Result)
 }

@@ -30,6 +30,11 @@ const DefaultTimeout = 30 * time.Second
 // DefaultHistory is how many of the last events a processor is sent.
 const DefaultHistory = 100
 
+// taskAttempts is the attempts of a task job: with the default backoff
+// (1 s doubling), a store that fails before the processor is called may
+// stay down for about eight minutes before the task fails.
+const taskAttempts = 10
+
 // Errors a task fails with.
 var (
 	ErrExists   = errors.New("process exists")
@@ -146,12 +151,12 @@ func (r *Runner) taskParams(kind string, a TaskArgs, runAt time.Time, idem strin
 	}
 	return job.InsertParams{
 		Queue: r.queue, Kind: kind, Args: raw, RunAt: runAt,
-		// An attempt past the first exists only when a node died (or lost
-		// its lease) mid-task: the handler then declares a zombie instead
-		// of running the task again. Every handler error is permanent, so
-		// no other path retries; the spare third attempt only makes sure the
-		// zombie is marked even if the node marking it dies too.
-		MaxAttempts:    3,
+		// An attempt past the first exists when a node died (or lost its
+		// lease) mid-task, and the handler then declares a zombie instead
+		// of running the task again, or when the store failed before the
+		// processor was called (transientf), which is retried with the
+		// queue's backoff: room for an outage of several minutes.
+		MaxAttempts:    taskAttempts,
 		LeaseTTL:       ns.LeaseTTL,
 		LockKey:        LockKey(a.Namespace, a.ID),
 		IdempotencyKey: idem,
@@ -186,20 +191,16 @@ func (r *Runner) handle(ctx context.Context, j *engine.Job[TaskArgs]) (json.RawM
 		return j.Job.Checkpoint, nil
 	}
 	a := j.Args
-	lease := store.Lease{ID: j.Job.ID, Token: j.Job.LeaseToken}
+	lease := store.LeaseOf(j.Job)
 	base := store.ProcessTaskResult{Lease: lease, Namespace: a.Namespace, ID: a.ID}
 	if j.Job.Attempt > 1 {
-		// The node that ran this task died mid-call: the processor may have
-		// acted; never run it twice.
-		zombie := base
-		zombie.Status, zombie.Detail = store.ProcessError, ErrZombie.Error()
-		began := r.clock.Now()
-		_, err := r.save(ctx, zombie)
-		r.stage(observe.StageZombieCollection, began)
-		if err != nil && !errors.Is(err, job.ErrNotFound) {
-			return nil, engine.Permanent(fmt.Errorf("%w; saving it: %w", ErrZombie, err))
+		called, err := r.mayHaveCalled(ctx, j.Job)
+		if err != nil {
+			return nil, err
 		}
-		return nil, engine.Permanent(ErrZombie)
+		if called {
+			return r.zombie(ctx, base)
+		}
 	}
 	ns, ok := r.spaces[a.Namespace]
 	if !ok {
@@ -214,7 +215,7 @@ func (r *Runner) handle(ctx context.Context, j *engine.Job[TaskArgs]) (json.RawM
 	case errors.Is(err, job.ErrNotFound):
 		return nil, engine.Permanent(fmt.Errorf("%w %s/%s", ErrNoProc, a.Namespace, a.ID))
 	case err != nil:
-		return nil, engine.Permanent(fmt.Errorf("process %s/%s: %w", a.Namespace, a.ID, err))
+		return nil, transientf("process %s/%s: %w", a.Namespace, a.ID, err)
 	case a.Task == TaskRepair && p.Status != store.ProcessError:
 		return nil, engine.Permanent(ErrNotError)
 	case a.Task != TaskRepair && p.Status == store.ProcessError:
@@ -225,11 +226,9 @@ func (r *Runner) handle(ctx context.Context, j *engine.Job[TaskArgs]) (json.RawM
 		rm.Remove = true
 		return r.finish(ctx, rm, nil)
 	}
-	cctx, cancel := context.WithTimeout(ctx, ns.Timeout)
 	began := r.clock.Now()
-	resp, err := ns.Processor.Process(cctx, requestOf(a, p))
+	resp, err := call(ctx, ns, requestOf(a, p))
 	r.stage(observe.StageTaskProcessing, began)
-	cancel()
 	if err == nil {
 		err = checkResponse(resp)
 	}
@@ -270,6 +269,68 @@ func (r *Runner) handle(ctx context.Context, j *engine.Job[TaskArgs]) (json.RawM
 		}
 	}
 	return r.finish(ctx, res, resp.Response)
+}
+
+// call calls ns's processor within its timeout. A processor that panics
+// fails the call like one that answered with an error: it may have acted,
+// so the task is not run again.
+func call(ctx context.Context, ns Namespace, req *Request) (resp *Response, err error) {
+	cctx, cancel := context.WithTimeout(ctx, ns.Timeout)
+	defer cancel()
+	defer func() {
+		if v := recover(); v != nil {
+			resp, err = nil, fmt.Errorf("processor panicked: %v", v)
+		}
+	}()
+	return ns.Processor.Process(cctx, req)
+}
+
+// transientf is the error of a task whose store failed before its
+// processor was called: retried with the queue's backoff (its next
+// attempt then knows, from the journal, that the processor was not
+// called; see mayHaveCalled), unless the store refused a value for good.
+func transientf(format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	if store.Refused(err) {
+		return engine.Permanent(err)
+	}
+	return err
+}
+
+// mayHaveCalled reports whether an earlier attempt of task job j may
+// have called the processor. Every error a task returns after its
+// processor was called is permanent, so an attempt that ended retried (a
+// failure the handler returned: transientf) did not call it; one that
+// ended rescued (its node died, or lost the lease, mid-task) may have. The
+// last of the two in j's journal decides.
+func (r *Runner) mayHaveCalled(ctx context.Context, j *job.Job) (bool, error) {
+	evs, err := r.store.JobEvents(ctx, j.ID)
+	if err != nil {
+		return false, transientf("journal of task %s: %w", j.ID, err)
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		switch evs[i].Kind {
+		case job.EventRetried:
+			return false, nil
+		case job.EventRescued:
+			return true, nil
+		}
+	}
+	return true, nil // no trace of how the attempt ended: assume the worst
+}
+
+// zombie puts the process of a task that may have called its processor
+// already in error ("zombie detected") instead of calling it again.
+func (r *Runner) zombie(ctx context.Context, base store.ProcessTaskResult) (json.RawMessage, error) {
+	zombie := base
+	zombie.Status, zombie.Detail = store.ProcessError, ErrZombie.Error()
+	began := r.clock.Now()
+	_, err := r.save(ctx, zombie)
+	r.stage(observe.StageZombieCollection, began)
+	if err != nil && !errors.Is(err, job.ErrNotFound) {
+		return nil, engine.Permanent(fmt.Errorf("%w; saving it: %w", ErrZombie, err))
+	}
+	return nil, engine.Permanent(ErrZombie)
 }
 
 // finish saves a task's changes with its outcome as the job's checkpoint.

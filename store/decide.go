@@ -11,12 +11,21 @@ import (
 
 // Held is a running job whose lease a driver found still held, read with
 // its row locked in the transaction that will apply the decision: the
-// lease that fences the write, the job's queue (for wake-ups) and its
-// facts.
+// lease that fences the write (its ID and Token), the job's queue (for
+// wake-ups) and its facts (LeaseOwner is the row's lease_owner).
 type Held struct {
 	Lease
 	Queue string
 	job.Facts
+}
+
+// OwnerOf is the owner that fences l in a batch whose caller is owner:
+// the lease's own, or else the caller's ("" for none).
+func OwnerOf(l Lease, owner string) string {
+	if l.Owner != "" {
+		return l.Owner
+	}
+	return owner
 }
 
 // Decided is a transition decided for a held job, for a driver to apply
@@ -28,26 +37,33 @@ type Decided struct {
 }
 
 // DecideFinish decides what each outcome does (job.Finish), at now, given
-// the jobs whose leases are held. Results are in the order of outcomes; an
-// outcome whose lease is not held, or whose lease an earlier outcome of
-// the batch already used (the first wins), is Lost and decides nothing.
-// outcomes must have passed CheckOutcomes.
-func DecideFinish(outcomes []Outcome, held map[Lease]Held, now time.Time) ([]Decided, []FinishResult, error) {
+// the jobs whose leases are held (state running, token current: a
+// driver's fence). Results are in the order of outcomes; an outcome whose
+// lease is not held, whose Owner (when not empty) is not the held job's
+// lease owner, or whose lease an earlier outcome of the batch already
+// used (the first wins), is Lost and decides nothing. outcomes must have
+// passed CheckOutcomes.
+func DecideFinish(outcomes []Outcome, held []Held, now time.Time) ([]Decided, []FinishResult, error) {
+	byLease := make(map[Lease]Held, len(held))
+	for _, h := range held {
+		byLease[h.key()] = h
+	}
 	decided := make([]Decided, 0, len(held))
 	results := make([]FinishResult, len(outcomes))
 	used := make(map[Lease]bool, len(held))
 	for i, o := range outcomes {
-		h, ok := held[o.Lease]
-		if !ok || used[o.Lease] {
+		k := o.key()
+		h, ok := byLease[k]
+		if !ok || used[k] || (o.Owner != "" && o.Owner != h.LeaseOwner) {
 			results[i] = FinishResult{Lost: true}
 			continue
 		}
-		used[o.Lease] = true
+		used[k] = true
 		t, err := job.Finish(h.Facts, o.Report(), now)
 		if err != nil {
 			return nil, nil, fmt.Errorf("finish job %s: %w", o.ID, err)
 		}
-		decided = append(decided, Decided{Lease: o.Lease, Queue: h.Queue, Transition: t})
+		decided = append(decided, Decided{Lease: h.Lease, Queue: h.Queue, Transition: t})
 		results[i] = resultOf(t)
 	}
 	return decided, results, nil

@@ -126,19 +126,21 @@ type JobStore interface {
 	// and never run two jobs of one lock_key at once.
 	JobClaim(ctx context.Context, params ClaimParams) ([]*job.Job, error)
 	// JobHeartbeat extends the leases still held (state running, token
-	// current) to now + each job's lease TTL and sets heartbeat_at; it does
-	// not change updated_at. It reports, for each lease in order, whether
-	// it is still held and whether cancel was requested.
+	// current, and owned by the lease's Owner, or by owner for a lease
+	// that names none, unless that is empty too) to now + each job's
+	// lease TTL and sets heartbeat_at; it does not change updated_at nor
+	// the lease owner. It reports, for each lease in order,
+	// whether it is still held and whether cancel was requested.
 	JobHeartbeat(ctx context.Context, owner string, leases []Lease) ([]HeartbeatResult, error)
 	// JobSetProgress stores progress and extends the lease, fenced by the
-	// token; job.ErrLeaseLost when the lease is not held. It reports
-	// whether cancel was requested.
+	// lease (see Lease); job.ErrLeaseLost when the lease is not held. It
+	// reports whether cancel was requested.
 	JobSetProgress(ctx context.Context, lease Lease, progress job.Progress) (cancelRequested bool, err error)
 	// JobSetCheckpoint stores the checkpoint (kept across retries) and
 	// extends the lease, fenced like JobSetProgress.
 	JobSetCheckpoint(ctx context.Context, lease Lease, checkpoint json.RawMessage) error
 	// JobFinish applies the lease holders' outcomes (job.Finish), each
-	// fenced by its token, in one transaction. Results are in the order of
+	// fenced by its lease (see Lease), in one transaction. Results are in the order of
 	// outcomes; an outcome whose lease is not held, or whose lease an
 	// earlier outcome of the batch used, changes nothing and reports Lost.
 	// A cancel request wins: a job whose cancel was requested and whose
@@ -280,8 +282,8 @@ type ProcessStore interface {
 	// by id ascending, and the total count of matches.
 	ProcessList(ctx context.Context, params ProcessListParams) ([]Process, int64, error)
 	// ProcessTaskFinish applies a process task's result in one
-	// transaction, fenced by the task's lease token (job.ErrLeaseLost when
-	// it is not held; then nothing changes): it stores r.Outcome as the
+	// transaction, fenced by the task's lease (token and owner, see Lease;
+	// job.ErrLeaseLost when it is not held; then nothing changes): it stores r.Outcome as the
 	// task job's checkpoint and creates, changes or removes the process,
 	// appends its events, and sets or cancels its timer (a replaced timer
 	// job that is still queued is canceled, journal "canceled"). The task
@@ -370,11 +372,28 @@ func CursorOf(j *job.Job) *ClaimCursor {
 	return &ClaimCursor{Priority: j.Priority, RunAt: j.RunAt, ID: j.ID}
 }
 
-// Lease identifies a claim: the job and the token its claim issued.
+// Lease identifies a claim: the job, the token its claim issued and the
+// claimer. Every write of a lease holder (JobSetProgress,
+// JobSetCheckpoint, JobFinish, ProcessTaskFinish) is fenced by the job's
+// state (running), its current token and, when Owner is not empty, its
+// lease owner: a write whose lease differs in any of them changes nothing
+// and reports the lease lost, so that a remote worker that learnt another
+// one's token still cannot write for it.
 type Lease struct {
 	ID    uuid.UUID
 	Token uuid.UUID
+	// Owner is the claimer, as the claim's ClaimParams.Owner recorded it
+	// in the job's lease_owner; empty fences by the token alone.
+	Owner string
 }
+
+// LeaseOf returns the lease of a claimed job: its id, token and owner.
+func LeaseOf(j *job.Job) Lease {
+	return Lease{ID: j.ID, Token: j.LeaseToken, Owner: j.LeaseOwner}
+}
+
+// key is the lease without its owner: the claim it names.
+func (l Lease) key() Lease { return Lease{ID: l.ID, Token: l.Token} }
 
 // HeartbeatResult is one lease's answer to JobHeartbeat.
 type HeartbeatResult struct {

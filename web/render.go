@@ -7,6 +7,8 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"strconv"
+	"time"
 
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/internal/problem"
@@ -67,6 +69,9 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, v *viewer, err err
 	vv := viewer{}
 	if v != nil {
 		vv = *v
+	}
+	if k, ok := api.LookupProblem(p.Type); ok && k.Retryable() {
+		w.Header().Set("Retry-After", strconv.Itoa(int(problem.RetryAfter/time.Second)))
 	}
 	s.render(w, r, vv, p.Status, "error", p.Title, p)
 }

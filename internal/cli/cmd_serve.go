@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/jobd/jobd/gateway"
 	"github.com/jobd/jobd/httpapi"
 	"github.com/jobd/jobd/internal/buildinfo"
+	"github.com/jobd/jobd/internal/certfile"
 	"github.com/jobd/jobd/internal/telemetry"
 	"github.com/jobd/jobd/observe"
 	"github.com/jobd/jobd/process"
@@ -34,6 +36,7 @@ func init() { commands = append(commands, serveCommand) }
 
 type serveFlags struct {
 	database, listen, workers, node, adminSecret string
+	tlsCert, tlsKey                              string
 	logLevel, logFormat                          string
 	shutdownTimeout, retention                   time.Duration
 	heartbeat, poll, reaper, progress            time.Duration
@@ -73,6 +76,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.workers, "workers", `[{"queue":"default","concurrency":4}]`, "worker pools as JSON: [{\"queue\":Q,\"concurrency\":N,\"backoff\":{…}}]")
 	fs.StringVar(&f.node, "node", "", "this node's name in leases (default host-pid-random)")
 	fs.StringVar(&f.adminSecret, "admin-secret", "", "turns authentication on; the bearer secret with every scope")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate (chain) file, reloaded when it changes; needs --tls-key")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "the PEM private key file of --tls-cert, reloaded when it changes")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "how long running jobs may finish on SIGTERM before they are released")
@@ -85,7 +90,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxArgs, "max-args", 1<<20, "job args limit in bytes")
 	fs.DurationVar(&f.workerOffline, "worker-offline-after", remote.DefaultOfflineAfter, "remote workers without a heartbeat this long are marked offline (env JOBD_WORKER_OFFLINE_AFTER)")
 	fs.DurationVar(&f.preferWindow, "prefer-window", d.PreferWindow, "how long a job's prefers hold it back from workers without them")
-	fs.DurationVar(&f.workerRetry, "worker-retry-delay", httpapi.DefaultWorkerRetryDelay, "delay before retrying a job a remote worker failed as retryable")
+	fs.DurationVar(&f.workerRetry, "worker-retry-delay", 0, "deprecated and ignored: a job a remote worker fails as retryable waits its queue's backoff (see --workers)")
 
 	fs.Var(&f.upstreams, "upstream", "async gateway: serve /gw/NAME/ in front of URL, as NAME=URL (repeatable; env JOBD_UPSTREAMS=name=url,...)")
 	fs.Var(&f.upstreamTimeouts, "upstream-timeout", "async gateway: timeout of each upstream call, DURATION for all or NAME=DURATION (repeatable; default 1h)")
@@ -130,6 +135,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return usageError("unexpected argument %q", fs.Arg(0))
+	}
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return usageError("--tls-cert and --tls-key go together")
 	}
 	queues, err := engine.ParseQueues([]byte(f.workers))
 	if err != nil {
@@ -207,9 +215,12 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	apiCfg := httpapi.Config{
 		Store: st, Logger: logger, Version: buildinfo.Version(), AdminSecret: f.adminSecret,
 		MaxBodyBytes: int64(f.maxBody), MaxArgsBytes: f.maxArgs,
-		Wakeups: eng.Subscribe, PreferWindow: f.preferWindow, WorkerRetryDelay: f.workerRetry,
+		Wakeups: eng.Subscribe, PreferWindow: f.preferWindow, RetryDelay: eng.RetryDelay,
 		Metrics: metrics.Handler(), MetricsPublic: f.metricsPublic,
 		Observer: httpapi.Observer{Jobs: metrics, HTTP: metrics, Process: metrics, Tracer: tracer},
+	}
+	if f.workerRetry != 0 {
+		logger.Warn("--worker-retry-delay (JOBD_WORKER_RETRY_DELAY) is deprecated and ignored: a job a remote worker fails as retryable waits its queue's backoff, as in the engine (--workers \"backoff\"), unless the worker sends retry_after")
 	}
 	if len(spaces) > 0 {
 		if apiCfg.Processes, err = process.New(st, eng, "", spaces, process.WithObserver(metrics)); err != nil {
@@ -262,7 +273,13 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		}
 		defer stop()
 	}
-	return serve(ctx, env, logger, f.listen, handler, eng)
+	var certs *certfile.Reloader
+	if f.tlsCert != "" {
+		if certs, err = certfile.New(f.tlsCert, f.tlsKey, logger); err != nil {
+			return err
+		}
+	}
+	return serve(ctx, env, logger, f.listen, handler, eng, certs)
 }
 
 // gateway builds the async gateway over the store and the engine.
@@ -289,7 +306,10 @@ func (f *serveFlags) gateway(st store.Store, eng *engine.Engine, upstreams []gat
 
 // serve runs the HTTP server and the engine until ctx ends, then stops
 // both: the engine finishes or releases its jobs, the server drains.
-func serve(ctx context.Context, env *Env, logger *slog.Logger, addr string, handler http.Handler, eng *engine.Engine) error {
+//
+// With certs, it serves HTTPS with the certificate certs holds, which
+// follows its files.
+func serve(ctx context.Context, env *Env, logger *slog.Logger, addr string, handler http.Handler, eng *engine.Engine, certs *certfile.Reloader) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -303,11 +323,24 @@ func serve(ctx context.Context, env *Env, logger *slog.Logger, addr string, hand
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+		// Its errors are its clients' (a TLS handshake refused): warnings.
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	logger.Info("jobd serving", "addr", ln.Addr().String(), "version", buildinfo.Version())
+	scheme := "http"
+	if certs != nil {
+		scheme = "https"
+		srv.TLSConfig = &tls.Config{GetCertificate: certs.GetCertificate, MinVersion: tls.VersionTLS12}
+	}
+	logger.Info("jobd serving", "addr", ln.Addr().String(), "scheme", scheme, "version", buildinfo.Version())
 
 	httpDone := make(chan error, 1)
-	go func() { httpDone <- srv.Serve(ln) }()
+	go func() {
+		if certs != nil {
+			httpDone <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		httpDone <- srv.Serve(ln)
+	}()
 	engineCtx, stopEngine := context.WithCancel(ctx)
 	defer stopEngine()
 	engineDone := make(chan error, 1)

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -56,18 +58,33 @@ func runStatus(ctx context.Context, env *Env, args []string) error {
 
 // clientFlags are the flags every client command takes.
 type clientFlags struct {
-	server, key string
-	json        bool
+	server, key, caCert string
+	json                bool
 }
 
 func (f *clientFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.server, "server", "http://127.0.0.1:8080", "jobd server URL")
+	fs.StringVar(&f.server, "server", "http://127.0.0.1:8080", "jobd server URL (https://… for a server with --tls-cert)")
 	fs.StringVar(&f.key, "key", "", "API key or admin secret (prefer JOBD_KEY: flags show in ps)")
+	fs.StringVar(&f.caCert, "ca-cert", "", "PEM file of the CA that signed an https:// server's certificate, instead of the system's roots")
 	fs.BoolVar(&f.json, "json", false, "print JSON instead of text")
 }
 
+// client is the client of the flags' server. It sends a request that the
+// server answers 503 (its database does not answer) again, after the
+// answer's Retry-After, until the command's context ends.
 func (f *clientFlags) client() (*client.Client, error) {
-	c, err := client.New(f.server, f.key)
+	var opts []client.Option
+	if f.caCert != "" {
+		pem, err := os.ReadFile(f.caCert)
+		if err != nil {
+			return nil, usageError("--ca-cert: %v", err)
+		}
+		if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+			return nil, usageError("--ca-cert: %s holds no PEM certificate", f.caCert)
+		}
+		opts = append(opts, client.WithCACert(pem))
+	}
+	c, err := client.New(f.server, f.key, opts...)
 	if err != nil {
 		return nil, usageError("--server: %v", err)
 	}

@@ -35,6 +35,18 @@ import (
 // GPU preference test waits it out.
 const preferWindow = 2 * time.Second
 
+// hourlyQueue is the queue whose backoff, on the test servers, is an
+// hour; every other queue retries at once.
+const hourlyQueue = "hourly"
+
+// retryDelay is the test servers' backoff of the queues (see hourlyQueue).
+func retryDelay(queue string, _ int) time.Duration {
+	if queue == hourlyQueue {
+		return time.Hour
+	}
+	return 0
+}
+
 // workerServer is a jobd server as jobd serve wires it (an engine without
 // pools for the wake-ups and the reaper, the API on a real HTTP port)
 // over a real store.
@@ -73,7 +85,7 @@ func eachWorkerServer(t *testing.T, fn func(t *testing.T, s *workerServer)) {
 			go func() { defer close(done); _ = eng.Run(ectx) }()
 			h, err := httpapi.New(httpapi.Config{
 				Store: st, AdminSecret: "admin-secret", Wakeups: eng.Subscribe,
-				PreferWindow: preferWindow, WorkerRetryDelay: -1,
+				PreferWindow: preferWindow, RetryDelay: retryDelay,
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -237,6 +237,7 @@ type cluster struct {
 	bin    string
 	asUser string // non-empty when running as root: the postgres system user
 	url    string
+	opts   string // the server's options, for pg_ctl start
 }
 
 // binDir finds the newest /usr/lib/postgresql/*/bin with initdb.
@@ -306,17 +307,27 @@ func startCluster() (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := strings.Join([]string{
+	c.opts = strings.Join([]string{
 		"-p", strconv.Itoa(port), "-h", "127.0.0.1", "-k", dir,
 		"-c", "max_connections=300", "-c", "shared_buffers=128MB",
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 	}, " ")
-	if out, err := c.run("pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-o", opts, "-w", "-t", "60", "start"); err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "log"))
-		return nil, fmt.Errorf("pg_ctl start: %v: %s %s", err, out, log)
+	if err := c.start(); err != nil {
+		return nil, err
 	}
 	c.url = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 	return c, nil
+}
+
+// start starts the cluster's server and waits until it accepts
+// connections.
+func (c *cluster) start() error {
+	data := filepath.Join(c.dir, "data")
+	if out, err := c.run("pg_ctl", "-D", data, "-l", filepath.Join(c.dir, "log"), "-o", c.opts, "-w", "-t", "60", "start"); err != nil {
+		log, _ := os.ReadFile(filepath.Join(c.dir, "log"))
+		return fmt.Errorf("pg_ctl start: %v: %s %s", err, out, log)
+	}
+	return nil
 }
 
 // dirPrefix starts the name of every throwaway cluster's directory.

@@ -14,6 +14,7 @@ import (
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/process"
+	"github.com/jobd/jobd/store"
 )
 
 // Error is an error meant for the caller: it is answered as the problem of
@@ -34,13 +35,19 @@ func Errorf(typ, field, format string, args ...any) *Error {
 
 // ErrUnavailable marks an error of a database that does not answer: an
 // error that wraps it is answered 503 of type api.ProblemUnavailable,
-// with Retry-After, instead of a 500. This is the hook for database
-// outages: the stores do not wrap their connection failures with it yet;
-// when they have a sentinel of their own, unavailable below matches it.
-var ErrUnavailable = errors.New("the database does not answer")
+// with Retry-After, instead of a 500. It is the stores' sentinel, which
+// every driver marks its outages with.
+var ErrUnavailable = store.ErrUnavailable
 
 // unavailable reports whether err says the database does not answer.
 func unavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
+
+// unavailableDetail is the detail of every unavailable answer: the
+// driver's error stays in the log, out of the answer.
+const unavailableDetail = "the database does not answer; retry after the Retry-After delay"
+
+// refusedDetail is the detail of a value the database refused.
+const refusedDetail = "the database refused a value of the request (text or JSON it cannot store, or a value over one of its limits)"
 
 // New returns the problem of type typ, with the status and title of its
 // kind. A type that is not in api.ProblemKinds is a bug of the caller: it
@@ -92,7 +99,9 @@ func fromError(err error) (*api.Problem, bool) {
 		errors.Is(err, process.ErrNotError), errors.Is(err, process.ErrZombie):
 		return New(api.ProblemWrongState, "", err.Error()), true
 	case unavailable(err):
-		return New(api.ProblemUnavailable, "", ErrUnavailable.Error()), true
+		return New(api.ProblemUnavailable, "", unavailableDetail), true
+	case errors.Is(err, store.ErrRefused):
+		return New(api.ProblemValidation, "", refusedDetail), true
 	}
 	return nil, false
 }

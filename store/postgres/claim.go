@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -54,7 +53,7 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("postgres: claim from %q: %w", params.Queue, err)
+			return nil, errorf("postgres: claim from %q: %w", params.Queue, err)
 		}
 		return jobs, nil
 	}

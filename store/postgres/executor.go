@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 
 	"github.com/jackc/pgx/v5"
@@ -59,7 +58,7 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, ex store.
 	}
 	txCtx := store.TxContext(ctx, s)
 	if err := s.atomically(ctx, func(ex *executor) error { return fn(txCtx, ex) }); err != nil {
-		return fmt.Errorf("postgres: transaction: %w", err)
+		return errorf("postgres: transaction: %w", err)
 	}
 	return nil
 }
@@ -134,7 +133,7 @@ func (s *executor) transact(ctx context.Context, fn func(r *rounds) error) error
 	r := &rounds{q: conn, own: true}
 	err = fn(r)
 	if err == nil && !r.done {
-		err = fmt.Errorf("postgres: a transaction ended without its last round")
+		err = errorf("postgres: a transaction ended without its last round")
 	}
 	if err != nil {
 		r.rollback(ctx)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jobd/jobd/job"
@@ -28,7 +29,7 @@ func (s *executor) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]s
 	if store.SucceededOnce(outcomes) {
 		results, err := s.finishSucceeded(ctx, s.db, outcomes)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: finish: %w", err)
+			return nil, errorf("postgres: finish: %w", err)
 		}
 		return results, nil
 	}
@@ -42,7 +43,7 @@ func (s *executor) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]s
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: finish: %w", err)
+		return nil, errorf("postgres: finish: %w", err)
 	}
 	s.afterCommit(func() { s.wakeLater(applied) })
 	return results, nil
@@ -55,28 +56,29 @@ func (s *executor) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]s
 func (s *executor) finishSucceeded(ctx context.Context, q querier, outcomes []store.Outcome) ([]store.FinishResult, error) {
 	ids := make([][16]byte, len(outcomes))
 	tokens := make([][16]byte, len(outcomes))
+	owners := make([]string, len(outcomes))
 	results := make([]json.RawMessage, len(outcomes))
 	for i, o := range outcomes {
-		ids[i], tokens[i] = o.ID, o.Token
+		ids[i], tokens[i], owners[i] = o.ID, o.Token, o.Owner
 		if len(o.Result) > 0 {
 			results[i] = o.Result
 		}
 	}
-	rows, err := q.Query(ctx, finishSucceededSQL, s.now(), ids, tokens, results, string(job.SucceededState))
+	rows, err := q.Query(ctx, finishSucceededSQL, s.now(), ids, tokens, results, string(job.SucceededState), owners)
 	if err != nil {
 		return nil, err
 	}
-	done := make(map[store.Lease]bool, len(outcomes))
-	var l store.Lease
-	if _, err := pgx.ForEachRow(rows, []any{uuidDest(&l.ID), uuidDest(&l.Token)}, func() error {
-		done[l] = true
+	done := make(map[[2]uuid.UUID]bool, len(outcomes))
+	var id, token uuid.UUID
+	if _, err := pgx.ForEachRow(rows, []any{uuidDest(&id), uuidDest(&token)}, func() error {
+		done[[2]uuid.UUID{id, token}] = true
 		return nil
 	}); err != nil {
 		return nil, err
 	}
 	out := make([]store.FinishResult, len(outcomes))
 	for i, o := range outcomes {
-		if done[o.Lease] {
+		if done[[2]uuid.UUID{o.ID, o.Token}] {
 			out[i] = store.FinishResult{State: job.SucceededState}
 		} else {
 			out[i] = store.FinishResult{Lost: true}
@@ -98,11 +100,7 @@ func (s *executor) finish(ctx context.Context, r *rounds, outcomes []store.Outco
 	if err != nil {
 		return nil, applied{}, fmt.Errorf("lock: %w", err)
 	}
-	byLease := make(map[store.Lease]store.Held, len(held))
-	for _, h := range held {
-		byLease[h.Lease] = h
-	}
-	decided, results, err := store.DecideFinish(outcomes, byLease, at)
+	decided, results, err := store.DecideFinish(outcomes, held, at)
 	if err != nil {
 		return nil, applied{}, err
 	}

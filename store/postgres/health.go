@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -19,7 +18,7 @@ func (s *executor) QueueHealth(ctx context.Context, params store.HealthParams) (
 	params = params.WithDefaults()
 	rows, err := s.db.Query(ctx, queueHealthSQL, s.now(), params.MaxQueues, params.LockScan)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: queue health: %w", err)
+		return nil, errorf("postgres: queue health: %w", err)
 	}
 	defer rows.Close()
 	h := &store.Health{Queues: []store.QueueHealth{}, Workers: []store.WorkerCount{}}
@@ -31,7 +30,7 @@ func (s *executor) QueueHealth(ctx context.Context, params store.HealthParams) (
 			at             pgtype.Timestamptz
 		)
 		if err := rows.Scan(&what, &name, &flag, &n1, &n2, &n3, &at, &n4); err != nil {
-			return nil, fmt.Errorf("postgres: queue health: %w", err)
+			return nil, errorf("postgres: queue health: %w", err)
 		}
 		switch what {
 		case "queue":
@@ -48,7 +47,7 @@ func (s *executor) QueueHealth(ctx context.Context, params store.HealthParams) (
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: queue health: %w", err)
+		return nil, errorf("postgres: queue health: %w", err)
 	}
 	slices.SortFunc(h.Queues, func(a, b store.QueueHealth) int { return strings.Compare(a.Queue, b.Queue) })
 	return h, nil
@@ -69,7 +68,7 @@ func (s *Store) PoolStats() []store.PoolStats {
 func (s *executor) QueueThroughput(ctx context.Context, since time.Time) ([]store.Throughput, error) {
 	rows, err := s.db.Query(ctx, queueThroughputSQL, since)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: queue throughput: %w", err)
+		return nil, errorf("postgres: queue throughput: %w", err)
 	}
 	defer rows.Close()
 	out := []store.Throughput{}
@@ -79,13 +78,13 @@ func (s *executor) QueueThroughput(ctx context.Context, since time.Time) ([]stor
 			state string
 		)
 		if err := rows.Scan(&t.Queue, &t.Minute, &state, &t.Count); err != nil {
-			return nil, fmt.Errorf("postgres: queue throughput: %w", err)
+			return nil, errorf("postgres: queue throughput: %w", err)
 		}
 		t.Minute, t.State = t.Minute.UTC(), job.State(state)
 		out = append(out, t)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: queue throughput: %w", err)
+		return nil, errorf("postgres: queue throughput: %w", err)
 	}
 	return out, nil
 }

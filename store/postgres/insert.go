@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
@@ -44,7 +43,7 @@ func (s *executor) JobInsertMany(ctx context.Context, params []job.InsertParams)
 		// (unless it ran in a transaction of the caller's, which the
 		// deadlock aborted).
 		if s.tx != nil || !deadlock(err) || try == insertRounds {
-			return nil, err
+			return nil, classify(err)
 		}
 	}
 }
@@ -63,7 +62,7 @@ func (s *executor) normalize(params []job.InsertParams) (normalized, error) {
 	for i, p := range params {
 		hash, err := p.Normalize(s.maxArgs)
 		if err != nil {
-			return normalized{}, fmt.Errorf("postgres: insert job %d: %w", i, err)
+			return normalized{}, errorf("postgres: insert job %d: %w", i, err)
 		}
 		n.params[i], n.hashes[i] = p, hash
 	}
@@ -86,7 +85,7 @@ type insertBatch struct {
 func (b *insertBatch) add(p *job.InsertParams, argsHash string) error {
 	id, err := uuid.NewV7()
 	if err != nil {
-		return fmt.Errorf("postgres: new job id: %w", err)
+		return errorf("postgres: new job id: %w", err)
 	}
 	b.ids = append(b.ids, id)
 	b.queues = append(b.queues, p.Queue)
@@ -130,7 +129,7 @@ func (s *executor) insert(ctx context.Context, batch normalized) ([]store.Insert
 	}
 	for round := 0; len(pending) > 0; round++ {
 		if round == insertRounds {
-			return nil, fmt.Errorf("postgres: insert: duplicates kept vanishing after %d rounds", round)
+			return nil, errorf("postgres: insert: duplicates kept vanishing after %d rounds", round)
 		}
 		var err error
 		if pending, err = s.insertRound(ctx, q, batch, pending, results); err != nil {
@@ -160,11 +159,11 @@ func (s *executor) insertRound(ctx context.Context, q querier, batch normalized,
 		b.runAts, b.maxAttempts, b.leaseTTLs, b.lockKeys, b.partitionKeys, b.idemKeys, b.argHashes,
 		b.requires, b.prefers, b.traceParents)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: insert jobs: %w", err)
+		return nil, errorf("postgres: insert jobs: %w", err)
 	}
 	inserted, err := scanJobs(rows)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: insert jobs: %w", err)
+		return nil, errorf("postgres: insert jobs: %w", err)
 	}
 	byID := make(map[[16]byte]*job.Job, len(inserted))
 	for _, j := range inserted {
@@ -196,7 +195,7 @@ func (s *executor) insertLookup(ctx context.Context, q querier, batch normalized
 	}
 	rows, err := q.Query(ctx, insertLookupSQL, keys, keyHashes)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: insert: find duplicates: %w", err)
+		return nil, errorf("postgres: insert: find duplicates: %w", err)
 	}
 	defer rows.Close()
 	found := make([]bool, len(skipped))
@@ -204,7 +203,7 @@ func (s *executor) insertLookup(ctx context.Context, q querier, batch normalized
 		var ord int64
 		var r jobRow
 		if err := rows.Scan(append([]any{&ord}, r.dest()...)...); err != nil {
-			return nil, fmt.Errorf("postgres: insert: find duplicates: %w", err)
+			return nil, errorf("postgres: insert: find duplicates: %w", err)
 		}
 		j, err := r.job()
 		if err != nil {
@@ -214,7 +213,7 @@ func (s *executor) insertLookup(ctx context.Context, q querier, batch normalized
 		results[skipped[ord-1]] = store.InsertResult{Job: j, Created: false}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: insert: find duplicates: %w", err)
+		return nil, errorf("postgres: insert: find duplicates: %w", err)
 	}
 	var again []int
 	for n, i := range skipped {

@@ -25,7 +25,7 @@ func (s *executor) KeyCreate(ctx context.Context, key store.APIKey) error {
 		err = fmt.Errorf("id or prefix taken: %w", job.ErrDuplicate)
 	}
 	if err != nil {
-		return fmt.Errorf("postgres: create api key %q: %w", key.ID, err)
+		return errorf("postgres: create api key %q: %w", key.ID, err)
 	}
 	return nil
 }
@@ -34,11 +34,11 @@ func (s *executor) KeyCreate(ctx context.Context, key store.APIKey) error {
 func (s *executor) KeyList(ctx context.Context) ([]store.APIKey, error) {
 	rows, err := s.db.Query(ctx, keyListSQL)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list api keys: %w", err)
+		return nil, errorf("postgres: list api keys: %w", err)
 	}
 	keys, err := pgx.CollectRows(rows, scanKey)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list api keys: %w", err)
+		return nil, errorf("postgres: list api keys: %w", err)
 	}
 	return keys, nil
 }
@@ -48,11 +48,11 @@ func (s *executor) KeyList(ctx context.Context) ([]store.APIKey, error) {
 func (s *executor) KeyByPrefix(ctx context.Context, prefix string) (*store.APIKey, error) {
 	rows, err := s.db.Query(ctx, keyByPrefixSQL, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: find api key: %w", err)
+		return nil, errorf("postgres: find api key: %w", err)
 	}
 	key, err := pgx.CollectExactlyOneRow(rows, scanKey)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: find api key: %w", notFound(err))
+		return nil, errorf("postgres: find api key: %w", notFound(err))
 	}
 	return &key, nil
 }
@@ -61,10 +61,10 @@ func (s *executor) KeyByPrefix(ctx context.Context, prefix string) (*store.APIKe
 func (s *executor) KeyRevoke(ctx context.Context, id string) error {
 	tag, err := s.db.Exec(ctx, keyRevokeSQL, id)
 	if err != nil {
-		return fmt.Errorf("postgres: revoke api key %q: %w", id, err)
+		return errorf("postgres: revoke api key %q: %w", id, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("postgres: revoke api key %q: %w", id, job.ErrNotFound)
+		return errorf("postgres: revoke api key %q: %w", id, job.ErrNotFound)
 	}
 	return nil
 }

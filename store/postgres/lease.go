@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jobd/jobd/job"
@@ -20,22 +20,26 @@ func (s *executor) JobHeartbeat(ctx context.Context, owner string, leases []stor
 		return results, nil
 	}
 	ids, tokens := leaseArrays(leases)
-	rows, err := s.db.Query(ctx, heartbeatSQL, s.now(), ids, tokens, owner)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: heartbeat: %w", err)
+	owners := make([]string, len(leases))
+	for i, l := range leases {
+		owners[i] = store.OwnerOf(l, owner)
 	}
-	held := make(map[store.Lease]bool, len(leases)) // lease -> cancel requested
-	var l store.Lease
+	rows, err := s.db.Query(ctx, heartbeatSQL, s.now(), ids, tokens, owners)
+	if err != nil {
+		return nil, errorf("postgres: heartbeat: %w", err)
+	}
+	held := make(map[[2]uuid.UUID]bool, len(leases)) // id and token -> cancel requested
+	var id, token uuid.UUID
 	var cancel bool
-	_, err = pgx.ForEachRow(rows, []any{uuidDest(&l.ID), uuidDest(&l.Token), &cancel}, func() error {
-		held[l] = cancel
+	_, err = pgx.ForEachRow(rows, []any{uuidDest(&id), uuidDest(&token), &cancel}, func() error {
+		held[[2]uuid.UUID{id, token}] = cancel
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: heartbeat: %w", err)
+		return nil, errorf("postgres: heartbeat: %w", err)
 	}
 	for i, l := range leases {
-		cancel, ok := held[l]
+		cancel, ok := held[[2]uuid.UUID{l.ID, l.Token}]
 		results[i] = store.HeartbeatResult{Held: ok, CancelRequested: cancel}
 	}
 	return results, nil
@@ -48,12 +52,12 @@ func (s *executor) JobSetProgress(ctx context.Context, lease store.Lease, progre
 	}
 	doc, err := json.Marshal(progress)
 	if err != nil {
-		return false, fmt.Errorf("postgres: progress of job %s: %w", lease.ID, err)
+		return false, errorf("postgres: progress of job %s: %w", lease.ID, err)
 	}
 	var cancel bool
-	err = s.db.QueryRow(ctx, progressSQL, s.now(), pgUUID(lease.ID), pgUUID(lease.Token), doc).Scan(&cancel)
+	err = s.db.QueryRow(ctx, progressSQL, s.now(), pgUUID(lease.ID), pgUUID(lease.Token), doc, lease.Owner).Scan(&cancel)
 	if err != nil {
-		return false, fmt.Errorf("postgres: progress of job %s: %w", lease.ID, leaseLost(err))
+		return false, errorf("postgres: progress of job %s: %w", lease.ID, leaseLost(err))
 	}
 	return cancel, nil
 }
@@ -69,9 +73,9 @@ func (s *executor) JobSetCheckpoint(ctx context.Context, lease store.Lease, chec
 		doc = checkpoint
 	}
 	var id [16]byte
-	err := s.db.QueryRow(ctx, checkpointSQL, s.now(), pgUUID(lease.ID), pgUUID(lease.Token), doc).Scan(&id)
+	err := s.db.QueryRow(ctx, checkpointSQL, s.now(), pgUUID(lease.ID), pgUUID(lease.Token), doc, lease.Owner).Scan(&id)
 	if err != nil {
-		return fmt.Errorf("postgres: checkpoint of job %s: %w", lease.ID, leaseLost(err))
+		return errorf("postgres: checkpoint of job %s: %w", lease.ID, leaseLost(err))
 	}
 	return nil
 }

@@ -25,7 +25,7 @@ func (s *executor) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: cancel job %s: %w", id, err)
+		return nil, errorf("postgres: cancel job %s: %w", id, err)
 	}
 	return j, nil
 }
@@ -57,7 +57,7 @@ func (s *executor) JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: retry job %s: %w", id, err)
+		return nil, errorf("postgres: retry job %s: %w", id, err)
 	}
 	return j, nil
 }
@@ -144,7 +144,7 @@ func (s *executor) JobRescue(ctx context.Context, limit int) (int, error) {
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("postgres: rescue expired leases: %w", err)
+		return 0, errorf("postgres: rescue expired leases: %w", err)
 	}
 	return len(done.decided), nil
 }
@@ -172,7 +172,7 @@ func (s *executor) JobPrune(ctx context.Context, before time.Time, limit int) (i
 	}
 	var n int
 	if err := s.db.QueryRow(ctx, pruneSQL, before, limit).Scan(&n); err != nil {
-		return 0, fmt.Errorf("postgres: prune finished jobs: %w", err)
+		return 0, errorf("postgres: prune finished jobs: %w", err)
 	}
 	return n, nil
 }

@@ -68,7 +68,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 func (s *Store) migrateTo(ctx context.Context, version int) error {
 	ms, err := migrations()
 	if err != nil {
-		return fmt.Errorf("postgres: migrate: %w", err)
+		return errorf("postgres: migrate: %w", err)
 	}
 	for _, m := range ms {
 		if version > 0 && m.version > version {
@@ -78,7 +78,7 @@ func (s *Store) migrateTo(ctx context.Context, version int) error {
 			return applyMigration(ctx, tx, m)
 		})
 		if err != nil {
-			return fmt.Errorf("postgres: migration %s: %w", m.name, err)
+			return errorf("postgres: migration %s: %w", m.name, err)
 		}
 	}
 	return nil

@@ -33,7 +33,7 @@ func (s *executor) Wake(ctx context.Context, queues ...string) error {
 		return nil
 	}
 	if _, err := s.db.Exec(ctx, wakeSQL, queues); err != nil {
-		return fmt.Errorf("postgres: wake %v: %w", queues, err)
+		return errorf("postgres: wake %v: %w", queues, err)
 	}
 	return nil
 }

@@ -106,9 +106,9 @@ func checkPlans(t *testing.T, conn *pgx.Conn, table string, holdsRows bool) {
 	t.Helper()
 	const batch = 1000
 	ids, tokens, nulls, entries := make([]string, batch), make([]string, batch), make([]string, batch), make([]string, batch)
-	states, zeros := make([]string, batch), make([]string, batch)
+	states, zeros, owners := make([]string, batch), make([]string, batch), make([]string, batch)
 	for i := range ids {
-		ids[i], tokens[i], nulls[i] = uuid.NewString(), uuid.NewString(), "NULL"
+		ids[i], tokens[i], nulls[i], owners[i] = uuid.NewString(), uuid.NewString(), "NULL", `""`
 		entries[i] = `"[{\"kind\":\"failed\",\"at\":1,\"attempt\":1}]"`
 		states[i], zeros[i] = "failed", "0"
 	}
@@ -128,7 +128,7 @@ func checkPlans(t *testing.T, conn *pgx.Conn, table string, holdsRows bool) {
 			"jobd_jobs_claim", scansOf, true},
 		{"claim_after", claimAfterSQL, []string{"NULL", "'q1'", fmt.Sprint(batch), "'me'", "'{}'", "NULL", "'0s'",
 			"100", "now()", "'00000000-0000-0000-0000-000000000000'"}, "jobd_jobs_claim", scansOf, true},
-		{"finish_succeeded", finishSucceededSQL, []string{"NULL", arr(ids), arr(tokens), arr(nulls), "'succeeded'"},
+		{"finish_succeeded", finishSucceededSQL, []string{"NULL", arr(ids), arr(tokens), arr(nulls), "'succeeded'", arr(owners)},
 			"jobd_jobs_pkey", lookupBy, false},
 		{"lock_held", lockHeldSQL, []string{"NULL", arr(ids), arr(tokens)}, "jobd_jobs_pkey", lookupBy, false},
 		{"set_state_if_running", setStateIfRunningSQL, []string{"NULL", arr(ids), arr(tokens), arr(states), arr(nulls),
@@ -138,7 +138,7 @@ func checkPlans(t *testing.T, conn *pgx.Conn, table string, holdsRows bool) {
 		{"job_set_state", jobSetStateSQL, []string{"NULL", id, "'queued'", "NULL", "'canceled'", "NULL", "0", "false",
 			"now()", `'[{"kind":"canceled","at":1,"attempt":0}]'`, "NULL", "false"}, "jobd_jobs_pkey", lookupBy, false},
 		{"job_events", jobEventsSQL, []string{id}, "jobd_jobs_pkey", lookupBy, false},
-		{"heartbeat", heartbeatSQL, []string{"NULL", arr(ids), arr(tokens), "'me'"}, "jobd_jobs_pkey", lookupBy, false},
+		{"heartbeat", heartbeatSQL, []string{"NULL", arr(ids), arr(tokens), arr(owners)}, "jobd_jobs_pkey", lookupBy, false},
 	}
 	for _, st := range statements {
 		if _, err := conn.Exec(t.Context(), "PREPARE "+st.name+" AS "+st.sql); err != nil {

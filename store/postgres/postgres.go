@@ -18,7 +18,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -95,7 +94,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	s.pool, err = pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: connect: %w", err)
+		return nil, errorf("postgres: connect: %w", err)
 	}
 	if err := s.Ping(ctx); err != nil {
 		s.pool.Close()
@@ -110,7 +109,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 func poolConfig(url string, opts Options) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: parse url: %w", err)
+		return nil, errorf("postgres: parse url: %w", err)
 	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
@@ -130,7 +129,7 @@ func poolConfig(url string, opts Options) (*pgxpool.Config, error) {
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.pool.Ping(ctx); err != nil {
-		return fmt.Errorf("postgres: ping: %w", err)
+		return errorf("postgres: ping: %w", err)
 	}
 	return nil
 }

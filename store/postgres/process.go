@@ -72,7 +72,7 @@ func (s *executor) ProcessGet(ctx context.Context, namespace, id string, page st
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: get process %s/%s: %w", namespace, id, err)
+		return nil, errorf("postgres: get process %s/%s: %w", namespace, id, err)
 	}
 	return p, nil
 }
@@ -81,26 +81,26 @@ func (s *executor) ProcessGet(ctx context.Context, namespace, id string, page st
 func (s *executor) ProcessList(ctx context.Context, params store.ProcessListParams) ([]store.Process, int64, error) {
 	var total int64
 	if err := s.db.QueryRow(ctx, processCountSQL, params.Namespace, string(params.Status)).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("postgres: count processes: %w", err)
+		return nil, 0, errorf("postgres: count processes: %w", err)
 	}
 	if params.Limit <= 0 {
 		return nil, total, nil
 	}
 	rows, err := s.db.Query(ctx, processListSQL, params.Namespace, string(params.Status), params.After, params.Limit)
 	if err != nil {
-		return nil, 0, fmt.Errorf("postgres: list processes: %w", err)
+		return nil, 0, errorf("postgres: list processes: %w", err)
 	}
 	defer rows.Close()
 	var out []store.Process
 	for rows.Next() {
 		p, err := scanProcess(rows)
 		if err != nil {
-			return nil, 0, fmt.Errorf("postgres: list processes: %w", err)
+			return nil, 0, errorf("postgres: list processes: %w", err)
 		}
 		out = append(out, *p)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("postgres: list processes: %w", err)
+		return nil, 0, errorf("postgres: list processes: %w", err)
 	}
 	return out, total, nil
 }
@@ -118,7 +118,7 @@ func (s *executor) ProcessTaskFinish(ctx context.Context, r store.ProcessTaskRes
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: finish task of process %s/%s: %w", r.Namespace, r.ID, err)
+		return nil, errorf("postgres: finish task of process %s/%s: %w", r.Namespace, r.ID, err)
 	}
 	return p, nil
 }
@@ -131,7 +131,7 @@ func (s *executor) processTaskFinish(ctx context.Context, r store.ProcessTaskRes
 	// The fence first: it locks the task's job row, so nothing below runs
 	// for a task whose lease is gone.
 	var fenced uuid.UUID
-	err := tx.QueryRow(ctx, checkpointSQL, s.now(), r.Lease.ID, r.Lease.Token, nullJSONArg(r.Outcome)).Scan(uuidDest(&fenced))
+	err := tx.QueryRow(ctx, checkpointSQL, s.now(), r.Lease.ID, r.Lease.Token, nullJSONArg(r.Outcome), r.Lease.Owner).Scan(uuidDest(&fenced))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, job.ErrLeaseLost
 	}
@@ -213,7 +213,7 @@ func (s *executor) ProcessDelete(ctx context.Context, namespace, id string) erro
 		return ex.cancelTimer(ctx, id)
 	})
 	if err != nil {
-		return fmt.Errorf("postgres: delete process %s/%s: %w", namespace, id, err)
+		return errorf("postgres: delete process %s/%s: %w", namespace, id, err)
 	}
 	return nil
 }

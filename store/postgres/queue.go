@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -16,7 +15,7 @@ import (
 func (s *executor) QueueList(ctx context.Context) ([]store.QueueInfo, error) {
 	rows, err := s.db.Query(ctx, queueListSQL)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list queues: %w", err)
+		return nil, errorf("postgres: list queues: %w", err)
 	}
 	defer rows.Close()
 	queues := []store.QueueInfo{}
@@ -28,7 +27,7 @@ func (s *executor) QueueList(ctx context.Context) ([]store.QueueInfo, error) {
 			n      int64
 		)
 		if err := rows.Scan(&name, &paused, &state, &n); err != nil {
-			return nil, fmt.Errorf("postgres: list queues: %w", err)
+			return nil, errorf("postgres: list queues: %w", err)
 		}
 		if len(queues) == 0 || queues[len(queues)-1].Name != name {
 			queues = append(queues, store.QueueInfo{Name: name, Paused: paused, Counts: map[job.State]int64{}})
@@ -38,7 +37,7 @@ func (s *executor) QueueList(ctx context.Context) ([]store.QueueInfo, error) {
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: list queues: %w", err)
+		return nil, errorf("postgres: list queues: %w", err)
 	}
 	return queues, nil
 }
@@ -47,7 +46,7 @@ func (s *executor) QueueList(ctx context.Context) ([]store.QueueInfo, error) {
 // its workers. See store.Store.
 func (s *executor) QueueSetPaused(ctx context.Context, queue string, paused bool) error {
 	if _, err := s.db.Exec(ctx, queueSetPausedSQL, s.now(), queue, paused); err != nil {
-		return fmt.Errorf("postgres: set queue %q paused=%t: %w", queue, paused, err)
+		return errorf("postgres: set queue %q paused=%t: %w", queue, paused, err)
 	}
 	return nil
 }
@@ -62,7 +61,7 @@ const purgeBatch = 10000
 func (s *executor) QueuePurge(ctx context.Context, queue string) (int64, error) {
 	n, err := s.purge(ctx, queue, purgeBatch)
 	if err != nil {
-		return n, fmt.Errorf("postgres: purge queue %q: %w", queue, err)
+		return n, errorf("postgres: purge queue %q: %w", queue, err)
 	}
 	return n, nil
 }
@@ -87,13 +86,13 @@ func (s *executor) purge(ctx context.Context, queue string, batch int) (int64, e
 func (s *Store) LeaderAttempt(ctx context.Context, name, node string, ttl time.Duration) (bool, error) {
 	rows, err := s.db.Query(ctx, leaderAttemptSQL, s.now(), name, node, ttl)
 	if err != nil {
-		return false, fmt.Errorf("postgres: elect leader of %q: %w", name, err)
+		return false, errorf("postgres: elect leader of %q: %w", name, err)
 	}
 	defer rows.Close()
 	leads := rows.Next() // a row comes back only when node holds the term
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return false, fmt.Errorf("postgres: elect leader of %q: %w", name, err)
+		return false, errorf("postgres: elect leader of %q: %w", name, err)
 	}
 	return leads, nil
 }
@@ -101,7 +100,7 @@ func (s *Store) LeaderAttempt(ctx context.Context, name, node string, ttl time.D
 // LeaderResign ends node's term as leader of name, if it holds it.
 func (s *Store) LeaderResign(ctx context.Context, name, node string) error {
 	if _, err := s.db.Exec(ctx, leaderResignSQL, name, node); err != nil {
-		return fmt.Errorf("postgres: resign leader of %q: %w", name, err)
+		return errorf("postgres: resign leader of %q: %w", name, err)
 	}
 	return nil
 }

@@ -17,7 +17,7 @@ import (
 func (s *executor) JobGet(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 	j, err := scanJob(s.db.QueryRow(ctx, jobGetSQL, pgUUID(id)))
 	if err != nil {
-		return nil, fmt.Errorf("postgres: get job %s: %w", id, notFound(err))
+		return nil, errorf("postgres: get job %s: %w", id, notFound(err))
 	}
 	return j, nil
 }
@@ -50,7 +50,7 @@ func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store
 			}
 			horizon, err := s.feedHorizon(ctx)
 			if err != nil {
-				return nil, fmt.Errorf("postgres: list jobs: %w", err)
+				return nil, errorf("postgres: list jobs: %w", err)
 			}
 			batch.Queue(jobFeedSQL, args(*params.UpdatedSince, afterAt, pgUUID(afterID), params.Limit, horizon, idem)...)
 		default:
@@ -74,20 +74,20 @@ func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store
 	defer br.Close()
 	if !params.NoTotal {
 		if err := br.QueryRow().Scan(&res.Total); err != nil {
-			return nil, fmt.Errorf("postgres: count jobs: %w", err)
+			return nil, errorf("postgres: count jobs: %w", err)
 		}
 	}
 	if params.Limit > 0 {
 		rows, err := br.Query()
 		if err != nil {
-			return nil, fmt.Errorf("postgres: list jobs: %w", err)
+			return nil, errorf("postgres: list jobs: %w", err)
 		}
 		if res.Jobs, err = scanJobs(rows); err != nil {
-			return nil, fmt.Errorf("postgres: list jobs: %w", err)
+			return nil, errorf("postgres: list jobs: %w", err)
 		}
 	}
 	if err := br.Close(); err != nil {
-		return nil, fmt.Errorf("postgres: list jobs: %w", err)
+		return nil, errorf("postgres: list jobs: %w", err)
 	}
 	if res.Jobs == nil {
 		res.Jobs = []*job.Job{}
@@ -134,12 +134,12 @@ func (s *executor) JobEvents(ctx context.Context, id uuid.UUID) ([]job.Event, er
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: events of job %s: %w", id, err)
+		return nil, errorf("postgres: events of job %s: %w", id, err)
 	}
 	j.State = job.State(state)
 	stored, err := job.ParseJournal(journal)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: events of job %s: %w", id, err)
+		return nil, errorf("postgres: events of job %s: %w", id, err)
 	}
 	return job.Journal(&j, stored), nil
 }

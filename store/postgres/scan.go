@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -60,7 +59,7 @@ func (r *jobRow) job() (*job.Job, error) {
 	j.Result = r.result
 	if r.progress != nil {
 		if err := json.Unmarshal(r.progress, &j.Progress); err != nil {
-			return nil, fmt.Errorf("postgres: job %s: decode progress: %w", j.ID, err)
+			return nil, errorf("postgres: job %s: decode progress: %w", j.ID, err)
 		}
 	}
 	return &j, nil

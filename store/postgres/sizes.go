@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	_ "embed" // the query below
-	"fmt"
 )
 
 //go:embed sql/table_sizes.sql
@@ -15,7 +14,7 @@ var tableSizesSQL string
 func (s *Store) TableSizes(ctx context.Context) (map[string]int64, error) {
 	rows, err := s.pool.Query(ctx, tableSizesSQL)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: table sizes: %w", err)
+		return nil, errorf("postgres: table sizes: %w", err)
 	}
 	defer rows.Close()
 	sizes := make(map[string]int64)
@@ -23,13 +22,13 @@ func (s *Store) TableSizes(ctx context.Context) (map[string]int64, error) {
 		var name string
 		var table, indexes int64
 		if err := rows.Scan(&name, &table, &indexes); err != nil {
-			return nil, fmt.Errorf("postgres: table sizes: %w", err)
+			return nil, errorf("postgres: table sizes: %w", err)
 		}
 		sizes[name] = table
 		sizes[name+".indexes"] = indexes
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: table sizes: %w", err)
+		return nil, errorf("postgres: table sizes: %w", err)
 	}
 	return sizes, nil
 }

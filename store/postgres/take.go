@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -25,21 +24,21 @@ func (s *executor) JobTake(ctx context.Context, id uuid.UUID) (*job.Job, error) 
 		var r jobRow
 		err := s.db.QueryRow(ctx, jobTakeSQL, pgUUID(id)).Scan(append([]any{&taken}, r.dest()...)...)
 		if err != nil {
-			return nil, fmt.Errorf("postgres: take job %s: %w", id, notFound(err))
+			return nil, errorf("postgres: take job %s: %w", id, notFound(err))
 		}
 		j, err := r.job()
 		if err != nil {
-			return nil, fmt.Errorf("postgres: take job %s: %w", id, err)
+			return nil, errorf("postgres: take job %s: %w", id, err)
 		}
 		switch {
 		case taken:
 			return j, nil
 		case !j.State.Final():
-			return nil, fmt.Errorf("postgres: take job %s: job is %s: %w", id, j.State, job.ErrWrongState)
+			return nil, errorf("postgres: take job %s: job is %s: %w", id, j.State, job.ErrWrongState)
 		case try == staleReads:
 			// Still stale after several tries: another take (or retry) keeps
 			// winning the row; report it gone rather than loop.
-			return nil, fmt.Errorf("postgres: take job %s: %w", id, job.ErrNotFound)
+			return nil, errorf("postgres: take job %s: %w", id, job.ErrNotFound)
 		}
 		// A final row that was not deleted is a stale read (see
 		// job_take.sql): look again on a new snapshot.
@@ -54,7 +53,7 @@ func (s *executor) JobPruneQueue(ctx context.Context, queue string, before time.
 	}
 	var n int
 	if err := s.db.QueryRow(ctx, pruneQueueSQL, queue, before, limit).Scan(&n); err != nil {
-		return 0, fmt.Errorf("postgres: prune finished jobs of queue %q: %w", queue, err)
+		return 0, errorf("postgres: prune finished jobs of queue %q: %w", queue, err)
 	}
 	return n, nil
 }

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -35,7 +34,7 @@ func (s *executor) WorkerCreate(ctx context.Context, w store.Worker, key store.A
 		return ex.KeyCreate(ctx, key)
 	})
 	if err != nil {
-		return fmt.Errorf("postgres: create worker %q: %w", w.ID, err)
+		return errorf("postgres: create worker %q: %w", w.ID, err)
 	}
 	return nil
 }
@@ -44,11 +43,11 @@ func (s *executor) WorkerCreate(ctx context.Context, w store.Worker, key store.A
 func (s *executor) WorkerGet(ctx context.Context, id string) (*store.Worker, error) {
 	rows, err := s.db.Query(ctx, workerGetSQL, id)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: get worker %q: %w", id, err)
+		return nil, errorf("postgres: get worker %q: %w", id, err)
 	}
 	w, err := pgx.CollectExactlyOneRow(rows, scanWorker)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: get worker %q: %w", id, notFound(err))
+		return nil, errorf("postgres: get worker %q: %w", id, notFound(err))
 	}
 	return &w, nil
 }
@@ -57,11 +56,11 @@ func (s *executor) WorkerGet(ctx context.Context, id string) (*store.Worker, err
 func (s *executor) WorkerList(ctx context.Context) ([]store.Worker, error) {
 	rows, err := s.db.Query(ctx, workerListSQL)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list workers: %w", err)
+		return nil, errorf("postgres: list workers: %w", err)
 	}
 	ws, err := pgx.CollectRows(rows, scanWorker)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: list workers: %w", err)
+		return nil, errorf("postgres: list workers: %w", err)
 	}
 	return ws, nil
 }
@@ -70,10 +69,10 @@ func (s *executor) WorkerList(ctx context.Context) ([]store.Worker, error) {
 func (s *executor) WorkerSetDisabled(ctx context.Context, id string, disabled bool) (*store.Worker, error) {
 	tag, err := s.db.Exec(ctx, workerSetDisabledSQL, s.now(), id, disabled)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: disable worker %q: %w", id, err)
+		return nil, errorf("postgres: disable worker %q: %w", id, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return nil, fmt.Errorf("postgres: disable worker %q: %w", id, job.ErrNotFound)
+		return nil, errorf("postgres: disable worker %q: %w", id, job.ErrNotFound)
 	}
 	return s.WorkerGet(ctx, id)
 }
@@ -82,10 +81,10 @@ func (s *executor) WorkerSetDisabled(ctx context.Context, id string, disabled bo
 func (s *executor) WorkerDelete(ctx context.Context, id string) error {
 	tag, err := s.db.Exec(ctx, workerDeleteSQL, id)
 	if err != nil {
-		return fmt.Errorf("postgres: delete worker %q: %w", id, err)
+		return errorf("postgres: delete worker %q: %w", id, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("postgres: delete worker %q: %w", id, job.ErrNotFound)
+		return errorf("postgres: delete worker %q: %w", id, job.ErrNotFound)
 	}
 	return nil
 }
@@ -94,10 +93,10 @@ func (s *executor) WorkerDelete(ctx context.Context, id string) error {
 func (s *executor) WorkerSeen(ctx context.Context, id string, status store.WorkerStatus, done, failed int) error {
 	tag, err := s.db.Exec(ctx, workerSeenSQL, s.now(), id, string(status), done, failed)
 	if err != nil {
-		return fmt.Errorf("postgres: worker %q heartbeat: %w", id, err)
+		return errorf("postgres: worker %q heartbeat: %w", id, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("postgres: worker %q heartbeat: %w", id, job.ErrNotFound)
+		return errorf("postgres: worker %q heartbeat: %w", id, job.ErrNotFound)
 	}
 	return nil
 }
@@ -106,7 +105,7 @@ func (s *executor) WorkerSeen(ctx context.Context, id string, status store.Worke
 func (s *executor) WorkerMarkOffline(ctx context.Context, cutoff time.Time) (int, error) {
 	tag, err := s.db.Exec(ctx, workerMarkOfflineSQL, s.now(), cutoff)
 	if err != nil {
-		return 0, fmt.Errorf("postgres: mark workers offline: %w", err)
+		return 0, errorf("postgres: mark workers offline: %w", err)
 	}
 	return int(tag.RowsAffected()), nil
 }

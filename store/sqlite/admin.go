@@ -37,7 +37,7 @@ func (s *executor) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: cancel job %s: %w", id, err)
+		return nil, errorf("sqlite: cancel job %s: %w", id, err)
 	}
 	if requested {
 		// After the commit, so that the holder's engine, whatever it does
@@ -82,7 +82,7 @@ func (s *executor) JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: retry job %s: %w", id, err)
+		return nil, errorf("sqlite: retry job %s: %w", id, err)
 	}
 	s.send(wake)
 	return j, nil
@@ -154,7 +154,7 @@ func (s *executor) JobRescue(ctx context.Context, limit int) (int, error) {
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: rescue: %w", err)
+		return 0, errorf("sqlite: rescue: %w", err)
 	}
 	s.send(wake)
 	return n, nil
@@ -176,7 +176,7 @@ func (s *executor) JobPrune(ctx context.Context, before time.Time, limit int) (i
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: prune: %w", err)
+		return 0, errorf("sqlite: prune: %w", err)
 	}
 	return n, nil
 }

@@ -67,7 +67,7 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: claim from %q: %w", params.Queue, err)
+		return nil, errorf("sqlite: claim from %q: %w", params.Queue, err)
 	}
 	return jobs, nil
 }

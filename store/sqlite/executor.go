@@ -56,7 +56,7 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, ex store.
 	}
 	txCtx := store.TxContext(ctx, s)
 	if err := s.atomically(ctx, func(ex *executor) error { return fn(txCtx, ex) }); err != nil {
-		return fmt.Errorf("sqlite: transaction: %w", err)
+		return errorf("sqlite: transaction: %w", err)
 	}
 	return nil
 }

@@ -42,7 +42,7 @@ func (s *executor) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]s
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: finish jobs: %w", err)
+		return nil, errorf("sqlite: finish jobs: %w", err)
 	}
 	s.send(wake)
 	return results, nil
@@ -56,13 +56,14 @@ func finishSucceeded(ctx context.Context, tx *jobWrite, outcomes []store.Outcome
 	type success struct {
 		ID     string  `json:"id"`
 		Token  string  `json:"token"`
+		Owner  string  `json:"owner"`
 		Result *string `json:"result,omitempty"`
 	}
 	batch := make([]success, len(outcomes))
 	index := make(map[string]int, len(outcomes))
 	results := make([]store.FinishResult, len(outcomes))
 	for i, o := range outcomes {
-		batch[i] = success{ID: o.ID.String(), Token: o.Token.String()}
+		batch[i] = success{ID: o.ID.String(), Token: o.Token.String(), Owner: o.Owner}
 		if len(o.Result) > 0 {
 			r := string(o.Result)
 			batch[i].Result = &r
@@ -116,11 +117,7 @@ func finish(ctx context.Context, tx *jobWrite, wake *wakeups, outcomes []store.O
 	if err != nil {
 		return nil, fmt.Errorf("read held leases: %w", err)
 	}
-	byLease := make(map[store.Lease]store.Held, len(held))
-	for _, h := range held {
-		byLease[h.Lease] = h
-	}
-	decided, results, err := store.DecideFinish(outcomes, byLease, fromMicro(tx.now))
+	decided, results, err := store.DecideFinish(outcomes, held, fromMicro(tx.now))
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -47,7 +46,7 @@ func (s *executor) QueueHealth(ctx context.Context, params store.HealthParams) (
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: queue health: %w", err)
+		return nil, errorf("sqlite: queue health: %w", err)
 	}
 	slices.SortFunc(h.Queues, func(a, b store.QueueHealth) int { return strings.Compare(a.Queue, b.Queue) })
 	return h, nil
@@ -95,7 +94,7 @@ func (s *executor) QueueThroughput(ctx context.Context, since time.Time) ([]stor
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: queue throughput: %w", err)
+		return nil, errorf("sqlite: queue throughput: %w", err)
 	}
 	return out, nil
 }

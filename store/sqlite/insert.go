@@ -38,7 +38,7 @@ func (s *executor) JobInsertMany(ctx context.Context, params []job.InsertParams)
 		}
 		id, err := uuid.NewV7()
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: insert: new id: %w", err)
+			return nil, errorf("sqlite: insert: new id: %w", err)
 		}
 		rows[i] = pending{p: p, hash: hash, id: id}
 	}
@@ -96,7 +96,7 @@ func (s *executor) JobInsertMany(ctx context.Context, params []job.InsertParams)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: insert jobs: %w", err)
+		return nil, errorf("sqlite: insert jobs: %w", err)
 	}
 	s.send(wake)
 	return results, nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 
 	"github.com/google/uuid"
 
@@ -16,7 +15,7 @@ import (
 func (s *executor) JobEvents(ctx context.Context, id uuid.UUID) ([]job.Event, error) {
 	q, err := s.reader(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: events of job %s: %w", id, err)
+		return nil, errorf("sqlite: events of job %s: %w", id, err)
 	}
 	var (
 		j                       job.Job
@@ -31,16 +30,16 @@ func (s *executor) JobEvents(ctx context.Context, id uuid.UUID) ([]job.Event, er
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: events of job %s: %w", id, err)
+		return nil, errorf("sqlite: events of job %s: %w", id, err)
 	}
 	if j.ID, err = uuid.Parse(rowID); err != nil {
-		return nil, fmt.Errorf("sqlite: events of job %s: %w", id, err)
+		return nil, errorf("sqlite: events of job %s: %w", id, err)
 	}
 	j.State = job.State(state)
 	j.CreatedAt, j.AttemptedAt, j.FinishedAt = fromMicro(createdAt), fromNullMicro(attemptedAt), fromNullMicro(finishedAt)
 	stored, err := job.ParseJournal([]byte(journal.String))
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: events of job %s: %w", id, err)
+		return nil, errorf("sqlite: events of job %s: %w", id, err)
 	}
 	return job.Journal(&j, stored), nil
 }

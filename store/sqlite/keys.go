@@ -26,7 +26,7 @@ func (s *executor) KeyCreate(ctx context.Context, key store.APIKey) error {
 	}
 	scopesJSON, err := json.Marshal(scopes)
 	if err != nil {
-		return fmt.Errorf("sqlite: create key %s: %w", key.ID, err)
+		return errorf("sqlite: create key %s: %w", key.ID, err)
 	}
 	created := key.CreatedAt.UnixMicro()
 	if key.CreatedAt.IsZero() {
@@ -45,10 +45,10 @@ func (s *executor) KeyCreate(ctx context.Context, key store.APIKey) error {
 		return err
 	})
 	if isUniqueViolation(err) {
-		return fmt.Errorf("sqlite: create key %s: id or prefix taken: %w", key.ID, job.ErrDuplicate)
+		return errorf("sqlite: create key %s: id or prefix taken: %w", key.ID, job.ErrDuplicate)
 	}
 	if err != nil {
-		return fmt.Errorf("sqlite: create key %s: %w", key.ID, err)
+		return errorf("sqlite: create key %s: %w", key.ID, err)
 	}
 	return nil
 }
@@ -57,23 +57,23 @@ func (s *executor) KeyCreate(ctx context.Context, key store.APIKey) error {
 func (s *executor) KeyList(ctx context.Context) ([]store.APIKey, error) {
 	q, err := s.reader(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: list keys: %w", err)
+		return nil, errorf("sqlite: list keys: %w", err)
 	}
 	rows, err := q.QueryContext(ctx, keyListSQL)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: list keys: %w", err)
+		return nil, errorf("sqlite: list keys: %w", err)
 	}
 	defer rows.Close()
 	var keys []store.APIKey
 	for rows.Next() {
 		k, err := scanKey(rows)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: list keys: %w", err)
+			return nil, errorf("sqlite: list keys: %w", err)
 		}
 		keys = append(keys, *k)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list keys: %w", err)
+		return nil, errorf("sqlite: list keys: %w", err)
 	}
 	return keys, nil
 }
@@ -83,11 +83,11 @@ func (s *executor) KeyList(ctx context.Context) ([]store.APIKey, error) {
 func (s *executor) KeyByPrefix(ctx context.Context, prefix string) (*store.APIKey, error) {
 	q, err := s.reader(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: key by prefix: %w", err)
+		return nil, errorf("sqlite: key by prefix: %w", err)
 	}
 	k, err := scanKey(q.QueryRowContext(ctx, keyByPrefixSQL, prefix))
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: key by prefix: %w", err)
+		return nil, errorf("sqlite: key by prefix: %w", err)
 	}
 	return k, nil
 }
@@ -107,7 +107,7 @@ func (s *executor) KeyRevoke(ctx context.Context, id string) error {
 		err = job.ErrNotFound
 	}
 	if err != nil {
-		return fmt.Errorf("sqlite: revoke key %s: %w", id, err)
+		return errorf("sqlite: revoke key %s: %w", id, err)
 	}
 	return nil
 }

@@ -11,10 +11,9 @@ import (
 	"github.com/jobd/jobd/store"
 )
 
-// JobHeartbeat extends, in one transaction, the leases still held, and
-// reports for each whether it is held and whether cancel was requested.
-// The owner is not checked: the token is the fence. updated_at does not
-// move.
+// JobHeartbeat extends, in one transaction, the leases still held (by
+// their token and owner, see store.Store), and reports for each whether
+// it is held and whether cancel was requested. updated_at does not move.
 func (s *executor) JobHeartbeat(ctx context.Context, owner string, leases []store.Lease) ([]store.HeartbeatResult, error) {
 	if len(leases) == 0 {
 		return nil, nil
@@ -32,6 +31,7 @@ func (s *executor) JobHeartbeat(ctx context.Context, owner string, leases []stor
 			err := stmt.QueryRowContext(ctx,
 				sql.Named("id", l.ID.String()),
 				sql.Named("token", l.Token.String()),
+				sql.Named("owner", store.OwnerOf(l, owner)),
 				sql.Named("now", now),
 			).Scan(&cancel)
 			switch {
@@ -46,42 +46,44 @@ func (s *executor) JobHeartbeat(ctx context.Context, owner string, leases []stor
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: heartbeat of %s: %w", owner, err)
+		return nil, errorf("sqlite: heartbeat of %s: %w", owner, err)
 	}
 	return results, nil
 }
 
 // JobSetProgress stores progress and extends the lease, fenced by the
-// token; job.ErrLeaseLost when the lease is not held.
+// lease (token and owner); job.ErrLeaseLost when the lease is not held.
 func (s *executor) JobSetProgress(ctx context.Context, lease store.Lease, progress job.Progress) (bool, error) {
 	if err := store.CheckProgress(progress); err != nil {
 		return false, err
 	}
 	body, err := json.Marshal(progress)
 	if err != nil {
-		return false, fmt.Errorf("sqlite: progress of job %s: %w", lease.ID, err)
+		return false, errorf("sqlite: progress of job %s: %w", lease.ID, err)
 	}
 	var cancel bool
 	err = s.jobsTx(ctx, func(tx *jobWrite) error {
 		return tx.QueryRowContext(ctx, leaseProgressSQL,
 			sql.Named("id", lease.ID.String()),
 			sql.Named("token", lease.Token.String()),
+			sql.Named("owner", lease.Owner),
 			sql.Named("progress", string(body)),
 			sql.Named("now", tx.now),
 			sql.Named("stamp", tx.stamp),
 		).Scan(&cancel)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
-		return false, fmt.Errorf("sqlite: progress of job %s: %w", lease.ID, job.ErrLeaseLost)
+		return false, errorf("sqlite: progress of job %s: %w", lease.ID, job.ErrLeaseLost)
 	}
 	if err != nil {
-		return false, fmt.Errorf("sqlite: progress of job %s: %w", lease.ID, err)
+		return false, errorf("sqlite: progress of job %s: %w", lease.ID, err)
 	}
 	return cancel, nil
 }
 
 // JobSetCheckpoint stores the checkpoint and extends the lease, fenced by
-// the token; job.ErrLeaseLost when the lease is not held.
+// the lease (token and owner); job.ErrLeaseLost when the lease is not
+// held.
 func (s *executor) JobSetCheckpoint(ctx context.Context, lease store.Lease, checkpoint json.RawMessage) error {
 	if err := store.CheckCheckpoint(checkpoint); err != nil {
 		return err
@@ -91,6 +93,7 @@ func (s *executor) JobSetCheckpoint(ctx context.Context, lease store.Lease, chec
 		res, err := tx.ExecContext(ctx, leaseCheckpointSQL,
 			sql.Named("id", lease.ID.String()),
 			sql.Named("token", lease.Token.String()),
+			sql.Named("owner", lease.Owner),
 			sql.Named("checkpoint", nullJSON(checkpoint)),
 			sql.Named("now", tx.now),
 			sql.Named("stamp", tx.stamp),
@@ -102,10 +105,10 @@ func (s *executor) JobSetCheckpoint(ctx context.Context, lease store.Lease, chec
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("sqlite: checkpoint of job %s: %w", lease.ID, err)
+		return errorf("sqlite: checkpoint of job %s: %w", lease.ID, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("sqlite: checkpoint of job %s: %w", lease.ID, job.ErrLeaseLost)
+		return errorf("sqlite: checkpoint of job %s: %w", lease.ID, job.ErrLeaseLost)
 	}
 	return nil
 }

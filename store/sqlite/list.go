@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"fmt"
 
 	"github.com/google/uuid"
 
@@ -16,11 +15,11 @@ import (
 func (s *executor) JobGet(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 	q, err := s.reader(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: get job %s: %w", id, err)
+		return nil, errorf("sqlite: get job %s: %w", id, err)
 	}
 	j, err := scanJob(q.QueryRowContext(ctx, jobGetSQL, id.String()))
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: get job %s: %w", id, err)
+		return nil, errorf("sqlite: get job %s: %w", id, err)
 	}
 	return j, nil
 }
@@ -47,7 +46,7 @@ func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store
 		}
 		b, err := json.Marshal(params.States)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: list jobs: %w", err)
+			return nil, errorf("sqlite: list jobs: %w", err)
 		}
 		states = string(b)
 	}
@@ -107,7 +106,7 @@ func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: list jobs: %w", err)
+		return nil, errorf("sqlite: list jobs: %w", err)
 	}
 	return res, nil
 }

@@ -60,7 +60,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 func (s *Store) migrateTo(ctx context.Context, version int) error {
 	ms, err := migrations()
 	if err != nil {
-		return fmt.Errorf("sqlite: migrate: %w", err)
+		return errorf("sqlite: migrate: %w", err)
 	}
 	for _, m := range ms {
 		if version > 0 && m.version > version {
@@ -88,7 +88,7 @@ func (s *Store) migrateTo(ctx context.Context, version int) error {
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("sqlite: migrate %s: %w", m.name, err)
+			return errorf("sqlite: migrate %s: %w", m.name, err)
 		}
 		if applied {
 			s.log.InfoContext(ctx, "sqlite: migration applied", "version", m.version, "name", m.name, "path", s.path)

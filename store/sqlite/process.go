@@ -75,7 +75,7 @@ func (s *executor) ProcessGet(ctx context.Context, namespace, id string, page st
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: get process %s/%s: %w", namespace, id, err)
+		return nil, errorf("sqlite: get process %s/%s: %w", namespace, id, err)
 	}
 	return p, nil
 }
@@ -110,7 +110,7 @@ func (s *executor) ProcessList(ctx context.Context, params store.ProcessListPara
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("sqlite: list processes: %w", err)
+		return nil, 0, errorf("sqlite: list processes: %w", err)
 	}
 	return out, total, nil
 }
@@ -128,7 +128,7 @@ func (s *executor) ProcessTaskFinish(ctx context.Context, r store.ProcessTaskRes
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: finish task of process %s/%s: %w", r.Namespace, r.ID, err)
+		return nil, errorf("sqlite: finish task of process %s/%s: %w", r.Namespace, r.ID, err)
 	}
 	return p, nil
 }
@@ -144,6 +144,7 @@ func (s *executor) processTaskFinish(ctx context.Context, r store.ProcessTaskRes
 	res, err := tx.ExecContext(ctx, leaseCheckpointSQL,
 		sql.Named("id", r.Lease.ID.String()),
 		sql.Named("token", r.Lease.Token.String()),
+		sql.Named("owner", r.Lease.Owner),
 		sql.Named("checkpoint", nullJSON(r.Outcome)),
 		sql.Named("now", tx.now),
 		sql.Named("stamp", tx.stamp),
@@ -269,7 +270,7 @@ func (s *executor) ProcessDelete(ctx context.Context, namespace, id string) erro
 		return cancelTimer(ctx, tx, tid)
 	})
 	if err != nil {
-		return fmt.Errorf("sqlite: delete process %s/%s: %w", namespace, id, err)
+		return errorf("sqlite: delete process %s/%s: %w", namespace, id, err)
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"sort"
 	"time"
 
@@ -62,7 +61,7 @@ func (s *executor) QueueList(ctx context.Context) ([]store.QueueInfo, error) {
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: list queues: %w", err)
+		return nil, errorf("sqlite: list queues: %w", err)
 	}
 	list := make([]store.QueueInfo, 0, len(queues))
 	for _, q := range queues {
@@ -87,7 +86,7 @@ func (s *executor) QueueSetPaused(ctx context.Context, queue string, paused bool
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("sqlite: pause queue %q: %w", queue, err)
+		return errorf("sqlite: pause queue %q: %w", queue, err)
 	}
 	if !paused {
 		s.afterCommit(func() { s.wakeQueue(queue) })
@@ -107,7 +106,7 @@ const purgeBatch = 1000
 func (s *executor) QueuePurge(ctx context.Context, queue string) (int64, error) {
 	n, err := s.purge(ctx, queue, purgeBatch)
 	if err != nil {
-		return n, fmt.Errorf("sqlite: purge queue %q: %w", queue, err)
+		return n, errorf("sqlite: purge queue %q: %w", queue, err)
 	}
 	return n, nil
 }
@@ -153,7 +152,7 @@ func (s *Store) LeaderAttempt(ctx context.Context, name, node string, ttl time.D
 		return rows.Err()
 	})
 	if err != nil {
-		return false, fmt.Errorf("sqlite: leader attempt %q by %q: %w", name, node, err)
+		return false, errorf("sqlite: leader attempt %q by %q: %w", name, node, err)
 	}
 	return leads, nil
 }
@@ -165,7 +164,7 @@ func (s *Store) LeaderResign(ctx context.Context, name, node string) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("sqlite: leader resign %q by %q: %w", name, node, err)
+		return errorf("sqlite: leader resign %q by %q: %w", name, node, err)
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	_ "embed" // the query below
-	"fmt"
 )
 
 //go:embed sql/table_sizes.sql
@@ -17,7 +16,7 @@ func (s *Store) TableSizes(ctx context.Context) (map[string]int64, error) {
 	var pageSize, pages, free int64
 	row := s.r.QueryRowContext(ctx, tableSizesSQL)
 	if err := row.Scan(&pageSize, &pages, &free); err != nil {
-		return nil, fmt.Errorf("sqlite: table sizes: %w", err)
+		return nil, errorf("sqlite: table sizes: %w", err)
 	}
 	return map[string]int64{"file.used": (pages - free) * pageSize, "file.free": free * pageSize}, nil
 }

@@ -75,11 +75,11 @@ var (
 // not create the schema: call Migrate.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") {
-		return nil, fmt.Errorf("sqlite: open %q: need a file path", path)
+		return nil, errorf("sqlite: open %q: need a file path", path)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %q: %w", path, err)
+		return nil, errorf("sqlite: open %q: %w", path, err)
 	}
 	s := &Store{path: abs}
 	s.executor = executor{
@@ -111,7 +111,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		},
 	}))
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
+		return nil, errorf("sqlite: open %s: %w", abs, err)
 	}
 	s.w.SetMaxOpenConns(1)
 	s.w.SetMaxIdleConns(1)
@@ -121,11 +121,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	var mode string
 	if err := s.w.QueryRowContext(ctx, journalModeSQL).Scan(&mode); err != nil {
 		s.w.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
+		return nil, errorf("sqlite: open %s: %w", abs, err)
 	}
 	if !strings.EqualFold(mode, "wal") {
 		s.w.Close()
-		return nil, fmt.Errorf("sqlite: open %s: journal mode is %q, want WAL", abs, mode)
+		return nil, errorf("sqlite: open %s: journal mode is %q, want WAL", abs, mode)
 	}
 
 	s.r, err = sql.Open("sqlite", dsn(abs, url.Values{
@@ -137,7 +137,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}))
 	if err != nil {
 		s.w.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
+		return nil, errorf("sqlite: open %s: %w", abs, err)
 	}
 	readers := max(4, runtime.GOMAXPROCS(0))
 	s.r.SetMaxOpenConns(readers)
@@ -145,7 +145,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := s.r.PingContext(ctx); err != nil {
 		s.w.Close()
 		s.r.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
+		return nil, errorf("sqlite: open %s: %w", abs, err)
 	}
 
 	s.hub = acquireHub(abs)
@@ -164,10 +164,10 @@ func dsn(abs string, params url.Values) string {
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.w.PingContext(ctx); err != nil {
-		return fmt.Errorf("sqlite: ping: %w", err)
+		return errorf("sqlite: ping: %w", err)
 	}
 	if err := s.r.PingContext(ctx); err != nil {
-		return fmt.Errorf("sqlite: ping: %w", err)
+		return errorf("sqlite: ping: %w", err)
 	}
 	return nil
 }
@@ -180,7 +180,7 @@ func (s *Store) Close() error {
 		releaseHub(s.path)
 		s.closeErr = errors.Join(s.r.Close(), s.w.Close())
 		if s.closeErr != nil {
-			s.closeErr = fmt.Errorf("sqlite: close: %w", s.closeErr)
+			s.closeErr = errorf("sqlite: close: %w", s.closeErr)
 		}
 	})
 	return s.closeErr

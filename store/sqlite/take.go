@@ -32,7 +32,7 @@ func (s *executor) JobTake(ctx context.Context, id uuid.UUID) (*job.Job, error) 
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: take job %s: %w", id, err)
+		return nil, errorf("sqlite: take job %s: %w", id, err)
 	}
 	return j, nil
 }
@@ -54,7 +54,7 @@ func (s *executor) JobPruneQueue(ctx context.Context, queue string, before time.
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: prune queue %q: %w", queue, err)
+		return 0, errorf("sqlite: prune queue %q: %w", queue, err)
 	}
 	return n, nil
 }

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -55,7 +54,7 @@ func releaseHub(abs string) {
 func (s *executor) Wake(ctx context.Context, queues ...string) error {
 	if s.tx == nil {
 		if err := store.CheckNotInTx(ctx, s.owner); err != nil {
-			return fmt.Errorf("sqlite: wake %v: %w", queues, err)
+			return errorf("sqlite: wake %v: %w", queues, err)
 		}
 	}
 	if len(queues) == 0 {

@@ -38,7 +38,7 @@ func (s *executor) WorkerCreate(ctx context.Context, w store.Worker, key store.A
 		return ex.KeyCreate(ctx, key)
 	})
 	if err != nil {
-		return fmt.Errorf("sqlite: create worker %s: %w", w.ID, err)
+		return errorf("sqlite: create worker %s: %w", w.ID, err)
 	}
 	return nil
 }
@@ -47,11 +47,11 @@ func (s *executor) WorkerCreate(ctx context.Context, w store.Worker, key store.A
 func (s *executor) WorkerGet(ctx context.Context, id string) (*store.Worker, error) {
 	q, err := s.reader(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: get worker %s: %w", id, err)
+		return nil, errorf("sqlite: get worker %s: %w", id, err)
 	}
 	w, err := scanWorker(q.QueryRowContext(ctx, workerGetSQL, id))
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: get worker %s: %w", id, err)
+		return nil, errorf("sqlite: get worker %s: %w", id, err)
 	}
 	return w, nil
 }
@@ -60,23 +60,23 @@ func (s *executor) WorkerGet(ctx context.Context, id string) (*store.Worker, err
 func (s *executor) WorkerList(ctx context.Context) ([]store.Worker, error) {
 	q, err := s.reader(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: list workers: %w", err)
+		return nil, errorf("sqlite: list workers: %w", err)
 	}
 	rows, err := q.QueryContext(ctx, workerListSQL)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: list workers: %w", err)
+		return nil, errorf("sqlite: list workers: %w", err)
 	}
 	defer rows.Close()
 	var ws []store.Worker
 	for rows.Next() {
 		w, err := scanWorker(rows)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: list workers: %w", err)
+			return nil, errorf("sqlite: list workers: %w", err)
 		}
 		ws = append(ws, *w)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list workers: %w", err)
+		return nil, errorf("sqlite: list workers: %w", err)
 	}
 	return ws, nil
 }
@@ -86,7 +86,7 @@ func (s *executor) WorkerSetDisabled(ctx context.Context, id string, disabled bo
 	err := s.writeOne(ctx, workerSetDisabledSQL,
 		sql.Named("id", id), sql.Named("disabled", disabled), sql.Named("now", s.now()))
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: disable worker %s: %w", id, err)
+		return nil, errorf("sqlite: disable worker %s: %w", id, err)
 	}
 	return s.WorkerGet(ctx, id)
 }
@@ -108,7 +108,7 @@ func (s *executor) WorkerDelete(ctx context.Context, id string) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("sqlite: delete worker %s: %w", id, err)
+		return errorf("sqlite: delete worker %s: %w", id, err)
 	}
 	return nil
 }
@@ -119,7 +119,7 @@ func (s *executor) WorkerSeen(ctx context.Context, id string, status store.Worke
 		sql.Named("id", id), sql.Named("status", string(status)),
 		sql.Named("done", done), sql.Named("failed", failed), sql.Named("now", s.now()))
 	if err != nil {
-		return fmt.Errorf("sqlite: worker %s heartbeat: %w", id, err)
+		return errorf("sqlite: worker %s heartbeat: %w", id, err)
 	}
 	return nil
 }
@@ -137,7 +137,7 @@ func (s *executor) WorkerMarkOffline(ctx context.Context, cutoff time.Time) (int
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: mark workers offline: %w", err)
+		return 0, errorf("sqlite: mark workers offline: %w", err)
 	}
 	return int(n), nil
 }

@@ -16,16 +16,24 @@ var fencingTests = []test{
 	{"StaleAfterRescue", testFencingStale},
 	{"AfterFinish", testFencingAfterFinish},
 	{"MixedBatch", testFencingMixedBatch},
+	{"OtherOwner", testFencingOtherOwner},
+	{"OtherOwnerInBatch", testFencingOtherOwnerInBatch},
 }
 
 // wantFenced makes every lease-holder write with lease, which must not be
 // held, and requires each to report the loss and change nothing.
 func wantFenced(t *testing.T, e *env, lease store.Lease) {
 	t.Helper()
+	wantFencedAs(t, e, lease, owner)
+}
+
+// wantFenced is wantFenced with heartbeats sent as hbOwner.
+func wantFencedAs(t *testing.T, e *env, lease store.Lease, hbOwner string) {
+	t.Helper()
 	before := e.get(t, lease.ID)
 	e.clk.Advance(time.Second) // a write that slipped through would move updated_at
 
-	hb, err := e.s.JobHeartbeat(t.Context(), owner, []store.Lease{lease})
+	hb, err := e.s.JobHeartbeat(t.Context(), hbOwner, []store.Lease{lease})
 	if err != nil {
 		t.Fatalf("JobHeartbeat: %v", err)
 	}
@@ -113,4 +121,84 @@ func testFencingMixedBatch(t *testing.T, e *env) {
 	}
 	wantState(t, e.get(t, a.ID), job.StateRunning)
 	wantState(t, e.get(t, b.ID), job.StateSucceeded)
+}
+
+// testFencingOtherOwner: a claimer that presents another claimer's lease
+// token, naming itself as the owner, is refused every write (heartbeat,
+// progress, checkpoint, every outcome): the owner is part of the fence.
+// The claim's owner still holds the lease.
+func testFencingOtherOwner(t *testing.T, e *env) {
+	e.insert(t, job.InsertParams{Kind: "k"})
+	jobs, err := e.s.JobClaim(t.Context(), claimParams(job.DefaultQueue, 1, "worker-a"))
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("JobClaim as worker-a: %v, %d jobs", err, len(jobs))
+	}
+	c := jobs[0]
+	if c.LeaseOwner != "worker-a" {
+		t.Fatalf("lease owner %q, want worker-a", c.LeaseOwner)
+	}
+	stolen := store.Lease{ID: c.ID, Token: c.LeaseToken, Owner: "worker-b"}
+	wantFencedAs(t, e, stolen, "worker-b")
+	// A heartbeat of worker-b naming no owner in the lease is fenced by
+	// the caller's owner.
+	hb, err := e.s.JobHeartbeat(t.Context(), "worker-b", []store.Lease{{ID: c.ID, Token: c.LeaseToken}})
+	if err != nil || len(hb) != 1 || hb[0].Held {
+		t.Fatalf("worker-b's heartbeat of worker-a's lease: %+v, %v; want not held", hb, err)
+	}
+	if j := e.get(t, c.ID); j.LeaseOwner != "worker-a" {
+		t.Fatalf("lease owner after worker-b's writes: %q, want worker-a", j.LeaseOwner)
+	}
+
+	own := leaseOf(c)
+	hb, err = e.s.JobHeartbeat(t.Context(), "worker-a", []store.Lease{own})
+	if err != nil || len(hb) != 1 || !hb[0].Held {
+		t.Fatalf("worker-a's heartbeat: %+v, %v; want held", hb, err)
+	}
+	if _, err := e.s.JobSetProgress(t.Context(), own, job.Progress{Done: 1, Total: 2}); err != nil {
+		t.Fatalf("worker-a's progress: %v", err)
+	}
+	if err := e.s.JobSetCheckpoint(t.Context(), own, json.RawMessage(`{"page": 1}`)); err != nil {
+		t.Fatalf("worker-a's checkpoint: %v", err)
+	}
+	res := e.finishOne(t, store.Outcome{Lease: own, Status: store.OutcomeFailed, Error: "boom", Retryable: true})
+	wantState(t, e.get(t, c.ID), res.State)
+	if res.State != job.StateQueued {
+		t.Fatalf("worker-a's retryable failure: state %q, want queued", res.State)
+	}
+}
+
+// testFencingOtherOwnerInBatch: in one JobFinish batch, on the hot path
+// (successes only) and on the general one, an outcome naming the wrong
+// owner is Lost and the others apply; an outcome naming the right owner
+// after a wrong one for the same lease still applies.
+func testFencingOtherOwnerInBatch(t *testing.T, e *env) {
+	e.insertN(t, 4, job.InsertParams{Kind: "k"})
+	got, err := e.s.JobClaim(t.Context(), claimParams(job.DefaultQueue, 4, "worker-a"))
+	if err != nil || len(got) != 4 {
+		t.Fatalf("JobClaim as worker-a: %v, %d jobs", err, len(got))
+	}
+	wrong := func(j *job.Job) store.Lease { l := leaseOf(j); l.Owner = "worker-b"; return l }
+
+	res := e.finish(t,
+		store.Outcome{Lease: wrong(got[0]), Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"by": "b"}`)},
+		store.Outcome{Lease: leaseOf(got[1]), Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"by": "a"}`)})
+	if !res[0].Lost || res[1].Lost {
+		t.Fatalf("successes: %+v, want [Lost, applied]", res)
+	}
+	wantState(t, e.get(t, got[0].ID), job.StateRunning)
+	wantState(t, e.get(t, got[1].ID), job.StateSucceeded)
+
+	res = e.finish(t,
+		store.Outcome{Lease: wrong(got[2]), Status: store.OutcomeFailed, Error: "by b"},
+		store.Outcome{Lease: leaseOf(got[2]), Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"by": "a"}`)},
+		store.Outcome{Lease: wrong(got[3]), Status: store.OutcomeReleased},
+		store.Outcome{Lease: leaseOf(got[0]), Status: store.OutcomeCanceled})
+	if !res[0].Lost || res[1].Lost || !res[2].Lost || res[3].Lost {
+		t.Fatalf("mixed outcomes: %+v, want [Lost, applied, Lost, applied]", res)
+	}
+	j := e.get(t, got[2].ID)
+	wantState(t, j, job.StateSucceeded)
+	wantJSON(t, "result", j.Result, []byte(`{"by": "a"}`))
+	wantState(t, e.get(t, got[3].ID), job.StateRunning)
+	wantState(t, e.get(t, got[0].ID), job.StateCanceled)
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ var finishTests = []test{
 	{"Released", testFinishReleased},
 	{"ReleasedAtLastAttempt", testFinishReleasedLastAttempt},
 	{"SameLeaseTwice", testFinishSameLeaseTwice},
+	{"Unstorable", testFinishUnstorable},
 }
 
 // wantFinished checks what every final state shares.
@@ -194,4 +196,37 @@ func testFinishSameLeaseTwice(t *testing.T, e *env) {
 	e.wantKinds(t, a.ID, job.EventQueued, job.EventClaimed, job.EventRetried)
 	wantJSON(t, "result", e.get(t, b.ID).Result, []byte(`{"first": true}`))
 	e.wantKinds(t, b.ID, job.EventQueued, job.EventClaimed, job.EventSucceeded)
+}
+
+// testFinishUnstorable: a batch holding an outcome no store can keep (a
+// result with \u0000 or a lone surrogate, which PostgreSQL's jsonb
+// refuses; an error text with NUL or invalid UTF-8) is refused whole as a
+// *job.ValidationError, before anything is written, on every driver: the
+// job keeps running under its lease (store.Refused holds of the error, so
+// that a finisher isolates the outcome instead of retrying it).
+func testFinishUnstorable(t *testing.T, e *env) {
+	e.insertN(t, 2, job.InsertParams{Kind: "k"})
+	got := e.claim(t, job.DefaultQueue, 2)
+	if len(got) != 2 {
+		t.Fatalf("claimed %d, want 2", len(got))
+	}
+	good, bad := got[0], got[1]
+	for _, o := range []store.Outcome{
+		{Lease: leaseOf(bad), Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"a":"\u0000"}`)},
+		{Lease: leaseOf(bad), Status: store.OutcomeSucceeded, Result: json.RawMessage(`"\ud800"`)},
+		{Lease: leaseOf(bad), Status: store.OutcomeFailed, Error: "nul \x00 here", Retryable: true},
+		{Lease: leaseOf(bad), Status: store.OutcomeFailed, Error: "byte \xff here"},
+	} {
+		before := e.get(t, bad.ID)
+		e.clk.Advance(time.Second)
+		_, err := e.s.JobFinish(t.Context(), []store.Outcome{outcomeSucceeded(good, `{"ok": true}`), o})
+		var ve *job.ValidationError
+		if !errors.As(err, &ve) || !store.Refused(err) {
+			t.Fatalf("JobFinish with %s %q %q: err = %v, want a *job.ValidationError", o.Status, o.Result, o.Error, err)
+		}
+		unchanged(t, before, e.get(t, bad.ID))
+		wantState(t, e.get(t, good.ID), job.StateRunning)
+	}
+	e.succeed(t, good)
+	e.succeed(t, bad)
 }

@@ -223,7 +223,8 @@ func (e *env) setPaused(t *testing.T, queue string, paused bool) {
 	}
 }
 
-func leaseOf(j *job.Job) store.Lease { return store.Lease{ID: j.ID, Token: j.LeaseToken} }
+// leaseOf is a claimed job's lease, owner included.
+func leaseOf(j *job.Job) store.Lease { return store.LeaseOf(j) }
 
 func prio(n int) *int { return &n }
 

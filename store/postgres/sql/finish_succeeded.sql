@@ -1,11 +1,11 @@
 -- The hot path of JobFinish: a batch of successes of distinct jobs, each
--- fenced by its lease token, applied without reading the rows first: a
--- success's transition needs nothing of the row, and keeps its attempt,
--- attempted_at and journal (job.SucceededState): the row implies its
--- journal entry (state succeeded, finished_at). $1 now, $2 job ids, $3
--- lease tokens, $4 results (NULL: none), $5 the state that job.Finish
--- decides for a success. Returns only the ids that finished; a missing id
--- lost its lease.
+-- fenced by its lease token and owner, applied without reading the rows
+-- first: a success's transition needs nothing of the row, and keeps its
+-- attempt, attempted_at and journal (job.SucceededState): the row implies
+-- its journal entry (state succeeded, finished_at). $1 now, $2 job ids,
+-- $3 lease tokens, $4 results (NULL: none), $5 the state that job.Finish
+-- decides for a success, $6 lease owners ('': not fenced by the owner).
+-- Returns only the ids that finished; a missing id lost its lease.
 UPDATE jobd_jobs j SET
     state = $5::text,
     result = o.result,
@@ -13,8 +13,9 @@ UPDATE jobd_jobs j SET
     lease_expires_at = NULL,
     finished_at = coalesce($1::timestamptz, now()),
     updated_at = coalesce($1::timestamptz, now())
-FROM unnest($2::uuid[], $3::uuid[], $4::jsonb[]) AS o(id, token, result)
+FROM unnest($2::uuid[], $3::uuid[], $4::jsonb[], $6::text[]) AS o(id, token, result, owner)
 WHERE j.id = o.id
   AND j.state = 'running'
   AND j.lease_token = o.token
+  AND (o.owner = '' OR j.lease_owner = o.owner)
 RETURNING j.id, o.token;

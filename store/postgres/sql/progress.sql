@@ -1,5 +1,6 @@
--- Stores progress and extends the lease, fenced by the token.
--- $1 now, $2 job id, $3 lease token, $4 progress.
+-- Stores progress and extends the lease, fenced by the token and the
+-- owner. $1 now, $2 job id, $3 lease token, $4 progress, $5 lease owner
+-- ('': not fenced by the owner).
 UPDATE jobd_jobs SET
     progress = $4::jsonb,
     lease_expires_at = coalesce($1::timestamptz, now()) + lease_ttl,
@@ -8,4 +9,5 @@ UPDATE jobd_jobs SET
 WHERE id = $2
   AND state = 'running'
   AND lease_token = $3
+  AND ($5::text = '' OR lease_owner = $5::text)
 RETURNING cancel_requested;

@@ -1,0 +1,80 @@
+package postgres
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/jobd/jobd/store"
+)
+
+// errorf is fmt.Errorf for the store's errors: every error a Store method
+// returns goes through it, and it marks those of a database that cannot
+// be reached with store.ErrUnavailable and those of a value the database
+// refused with store.ErrRefused (see classify).
+func errorf(format string, args ...any) error {
+	return classify(fmt.Errorf(format, args...))
+}
+
+// classify marks err by its cause: store.ErrUnavailable when the database
+// cannot be reached (unreachable), store.ErrRefused when it refused a
+// value (refusedValue); otherwise err is returned as it is.
+func classify(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case unreachable(err):
+		return store.Mark(err, store.ErrUnavailable)
+	case refusedValue(err):
+		return store.Mark(err, store.ErrRefused)
+	}
+	return err
+}
+
+// unavailableStates are the SQLSTATEs of a server that is going away or
+// not there yet: its connection exceptions (class 08), an administrator's
+// or a crash's shutdown, and a server that is starting up or shutting
+// down.
+var unavailableStates = map[string]bool{
+	"57P01": true, // admin_shutdown
+	"57P02": true, // crash_shutdown
+	"57P03": true, // cannot_connect_now
+}
+
+// unreachable reports whether err says the database could not be reached
+// or dropped the connection: a connection that could not be made (but not
+// one the server refused for a reason of its own, such as a bad password
+// or an unknown database), a server shutting down or starting up, a
+// connection refused, reset, closed or cut mid-answer.
+func unreachable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return unavailableStates[pgErr.Code] || strings.HasPrefix(pgErr.Code, "08")
+	}
+	var connect *pgconn.ConnectError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &connect):
+		return true // no PgError inside: the server was not reached, or not in time
+	case errors.As(err, &netErr):
+		return true
+	case errors.Is(err, pgconn.ErrConnClosed):
+		return true
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return true // the server closed the connection mid-answer
+	}
+	return false
+}
+
+// refusedValue reports whether err is the server refusing a value a
+// statement carried: a data exception (class 22: a NUL or an escape text
+// and jsonb cannot hold, a malformed value) or a limit exceeded (class
+// 54: a value too large).
+func refusedValue(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "54"))
+}

@@ -1,0 +1,54 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+
+	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/store"
+)
+
+// TestErrorsMarked: PostgreSQL's errors are marked by their cause (issue
+// 10, defect 8): a server that cannot be reached is store.ErrUnavailable,
+// a value the server refuses (text with NUL, jsonb's \u0000) is
+// store.ErrRefused, and other errors are neither. The outage of a running
+// server is TestDatabaseDownIs503's (httpapi).
+func TestErrorsMarked(t *testing.T) {
+	ctx := context.Background()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	_, err = Open(ctx, "postgres://postgres@"+addr+"/postgres?sslmode=disable&connect_timeout=5", Options{})
+	if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrRefused) {
+		t.Errorf("Open of a server that is not there: %v, want store.ErrUnavailable", err)
+	}
+
+	s := openStore(t, pgtest.NewDatabase(t), clock.Real)
+	for _, c := range []struct {
+		sql  string
+		args []any
+		want error
+	}{
+		{"SELECT $1::text", []any{"a\x00b"}, store.ErrRefused},
+		{`SELECT '{"a":"\u0000"}'::jsonb::text`, nil, store.ErrRefused},
+		{"SELECT 1/0", nil, store.ErrRefused}, // a data exception too (class 22)
+		{"SELECT * FROM no_such_table", nil, nil},
+	} {
+		var out string
+		err := classify(s.pool.QueryRow(ctx, c.sql, c.args...).Scan(&out))
+		if err == nil {
+			t.Fatalf("%s: no error", c.sql)
+		}
+		for _, sentinel := range []error{store.ErrRefused, store.ErrUnavailable} {
+			if errors.Is(err, sentinel) != (sentinel == c.want) {
+				t.Errorf("%s: %v; errors.Is %v = %v", c.sql, err, sentinel, errors.Is(err, sentinel))
+			}
+		}
+	}
+}
