@@ -88,7 +88,7 @@ type dashOptions struct {
 // dash is jobd's API and dashboard over a real store behind a real HTTP
 // server, wired as jobd serve wires them (web.Mount beside the API).
 type dash struct {
-	t     *testing.T
+	t     testing.TB
 	URL   string
 	store store.Store
 	srv   *httptest.Server
@@ -96,7 +96,7 @@ type dash struct {
 	api *client.Client
 }
 
-func newDash(t *testing.T, st store.Store, o dashOptions) *dash {
+func newDash(t testing.TB, st store.Store, o dashOptions) *dash {
 	t.Helper()
 	logger := slog.New(slog.DiscardHandler)
 	apiCfg := httpapi.Config{Store: st, AdminSecret: o.Secret, Logger: logger, PollInterval: 10 * time.Millisecond}
@@ -206,7 +206,7 @@ func (d *dash) key(name string, scopes ...string) *api.Key {
 // browser is an HTTP client with cookies that follows no redirect, as a
 // browser of the dashboard would be, minus the script.
 type browser struct {
-	t  *testing.T
+	t  testing.TB
 	d  *dash
 	hc *http.Client
 }

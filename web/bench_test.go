@@ -1,0 +1,111 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jobd/jobd/internal/pgtest/migrated"
+	"github.com/jobd/jobd/store/postgres"
+)
+
+// benchFill writes n jobs straight into a PostgreSQL table, as a busy
+// week of a real one: UUIDv7 ids one millisecond apart over the last n
+// milliseconds, four queues, 94 % succeeded (finished over the last
+// week), 3 % failed, 1 % canceled, 1 % queued, 1 % running; one job in
+// ten with an idempotency key.
+const benchFill = `
+INSERT INTO jobd_jobs (id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
+	lease_token, lease_owner, lease_expires_at, idempotency_key, progress, result, last_error,
+	created_at, started_at, finished_at, updated_at)
+SELECT (substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-7' || substr(r, 1, 3) || '-8' || substr(r, 4, 3) || '-' || substr(r, 7, 12))::uuid,
+	'q' || (g % 4), 'transcode', '{"source":"s3://clips/' || g || '.mov"}', s.state, 100, c, 1, 5, '60s',
+	CASE WHEN s.state = 'running' THEN gen_random_uuid() END,
+	CASE WHEN s.state = 'running' THEN 'node-1' END,
+	CASE WHEN s.state = 'running' THEN now() + interval '1 minute' END,
+	CASE WHEN g % 10 = 0 THEN 'order-' || g END,
+	'{"phase":"encoding","done":3,"total":3}',
+	CASE WHEN s.state = 'succeeded' THEN '{"frames":1200}'::jsonb END,
+	CASE WHEN s.state = 'failed' THEN 'ffmpeg exited 1' END,
+	c, CASE WHEN s.state <> 'queued' THEN c END, f, coalesce(f, c)
+FROM generate_series(1, $1::int) g,
+	LATERAL (SELECT lpad(to_hex((extract(epoch FROM now()) * 1000)::bigint - $1::int + g), 12, '0') AS h,
+	                md5(g::text) AS r,
+	                now() - ($1::int - g) * interval '1 ms' AS c) ids,
+	LATERAL (SELECT CASE WHEN g % 100 < 94 THEN 'succeeded' WHEN g % 100 < 97 THEN 'failed'
+	                     WHEN g % 100 = 97 THEN 'canceled' WHEN g % 100 = 98 THEN 'queued'
+	                     ELSE 'running' END AS state) s,
+	LATERAL (SELECT CASE WHEN s.state IN ('succeeded', 'failed', 'canceled')
+	                     THEN now() - (g % 604800) * interval '1 s' END AS f) fin`
+
+// BenchmarkJobsPage renders pages of the dashboard, over real HTTP, on a
+// PostgreSQL table of JOBD_BENCH_JOBS jobs (default 100 000; the README's
+// numbers are of 1 000 000):
+//
+//	JOBD_BENCH_JOBS=1000000 go test ./web -run '^$' -bench JobsPage -benchtime 200x
+func BenchmarkJobsPage(b *testing.B) {
+	n := 100_000
+	if v := os.Getenv("JOBD_BENCH_JOBS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	url := migrated.NewDatabase(b)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, sql := range []string{benchFill, "VACUUM ANALYZE jobd_jobs"} {
+		var args []any
+		if sql == benchFill {
+			args = []any{n}
+		}
+		if _, err := conn.Exec(ctx, sql, args...); err != nil {
+			b.Fatalf("fill: %v", err)
+		}
+	}
+	var middle, oldKey string
+	if err := conn.QueryRow(ctx, `SELECT id::text FROM jobd_jobs ORDER BY id OFFSET $1 LIMIT 1`, n/2).Scan(&middle); err != nil {
+		b.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, `SELECT idempotency_key FROM jobd_jobs WHERE idempotency_key IS NOT NULL ORDER BY id LIMIT 1`).Scan(&oldKey); err != nil {
+		b.Fatal(err)
+	}
+	st, err := postgres.Open(ctx, url, postgres.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	d := newDash(b, st, dashOptions{})
+	for _, page := range []struct{ name, path string }{
+		{"first", "/ui/jobs"},
+		{"middle", "/ui/jobs?after=" + middle},
+		{"queue", "/ui/jobs?queue=q2"},
+		{"state=running", "/ui/jobs?state=running"},
+		{"state=failed", "/ui/jobs?state=failed"},
+		{"idempotency_key", "/ui/jobs?q=" + oldKey},
+		{"overview", "/ui/"},
+		{"summary", "/ui/summary"},
+	} {
+		b.Run(page.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := http.Get(d.URL + page.path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Fatalf("GET %s: %d", page.path, resp.StatusCode)
+				}
+			}
+		})
+	}
+}
