@@ -6,11 +6,14 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jobd/jobd/internal/pgtest/migrated"
+	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
+	"github.com/jobd/jobd/web"
 )
 
 // benchFill writes n jobs straight into a PostgreSQL table, as a busy
@@ -23,7 +26,7 @@ INSERT INTO jobd_jobs (id, queue, kind, args, state, priority, run_at, attempt, 
 	lease_token, lease_owner, lease_expires_at, idempotency_key, progress, result, last_error,
 	created_at, started_at, finished_at, updated_at)
 SELECT (substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-7' || substr(r, 1, 3) || '-8' || substr(r, 4, 3) || '-' || substr(r, 7, 12))::uuid,
-	'q' || (g % 4), 'transcode', '{"source":"s3://clips/' || g || '.mov"}', s.state, 100, c, 1, 5, '60s',
+	'q' || (g % 4), 'transcode', ('{"source":"s3://clips/' || g || '.mov"}')::jsonb, s.state, 100, c, 1, 5, '60s',
 	CASE WHEN s.state = 'running' THEN gen_random_uuid() END,
 	CASE WHEN s.state = 'running' THEN 'node-1' END,
 	CASE WHEN s.state = 'running' THEN now() + interval '1 minute' END,
@@ -91,6 +94,7 @@ func BenchmarkJobsPage(b *testing.B) {
 		{"state=running", "/ui/jobs?state=running"},
 		{"state=failed", "/ui/jobs?state=failed"},
 		{"idempotency_key", "/ui/jobs?q=" + oldKey},
+		{"no match", "/ui/jobs?kind=none"},
 		{"overview", "/ui/"},
 		{"summary", "/ui/summary"},
 	} {
@@ -108,4 +112,20 @@ func BenchmarkJobsPage(b *testing.B) {
 			}
 		})
 	}
+	// The overview's two reads. jobd serve's overview reads the node's
+	// queue health snapshot instead of the first.
+	b.Run("QueueHealth", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := st.QueueHealth(ctx, store.HealthParams{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("QueueThroughput", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := st.QueueThroughput(ctx, time.Now().Add(-web.DefaultThroughputWindow)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
