@@ -33,6 +33,18 @@ func CheckCheckpoint(checkpoint json.RawMessage) error {
 	return job.CheckJSON("checkpoint", checkpoint)
 }
 
+// CheckScan refuses a ScanLimit that is negative or set on a page that
+// is not newest first (the feed, oldest first).
+func CheckScan(p ListParams) error {
+	switch {
+	case p.ScanLimit < 0:
+		return job.Invalid("scan_limit", "must be >= 0, got %d", p.ScanLimit)
+	case p.ScanLimit > 0 && (p.UpdatedSince != nil || p.OldestFirst):
+		return job.Invalid("scan_limit", "bounds only a newest-first page, not the feed or oldest first")
+	}
+	return nil
+}
+
 // CheckKey refuses an API key record without its id, prefix or hash.
 func CheckKey(key APIKey) error {
 	if key.ID == "" || key.Prefix == "" || len(key.Hash) == 0 {

@@ -475,6 +475,15 @@ type ListParams struct {
 	// row (a page reads only its own): Total is then -1. A listing of a
 	// large table that does not show a total sets it.
 	NoTotal bool
+	// ScanLimit bounds the work of a newest-first page (neither
+	// UpdatedSince nor OldestFirst, which it cannot be combined with): the
+	// page looks at most at the ScanLimit newest jobs after the cursor,
+	// matching the filters or not, so that a filter few jobs match costs
+	// one bounded range of the primary key per page instead of a walk of
+	// the table. When those jobs hold fewer than Limit matches and the
+	// scan did not reach the oldest job, ListResult.ScannedTo says where
+	// it stopped, and the next page continues from there. 0: no bound.
+	ScanLimit int
 }
 
 // Cursor marks the last job of a page.
@@ -488,6 +497,12 @@ type ListResult struct {
 	Jobs []*job.Job
 	// Total is -1 when ListParams.NoTotal skipped the count.
 	Total int64
+	// ScannedTo is set when ListParams.ScanLimit ended the scan before the
+	// page was full: the id of the oldest job it looked at (matching or
+	// not). The next page continues after it (ListParams.After), and more
+	// jobs may match beyond it. Nil when the page is full or the scan
+	// found fewer jobs than ScanLimit (it reached the oldest one).
+	ScannedTo *uuid.UUID
 }
 
 // QueueInfo describes one queue.

@@ -267,3 +267,46 @@ func TestJobsList(t *testing.T) {
 		}
 	})
 }
+
+// TestJobsListBoundedScan: a filter few jobs match looks at ScanLimit
+// jobs a page; the page says so and offers to search on, and searching
+// on finds every match once.
+func TestJobsListBoundedScan(t *testing.T) {
+	eachStore(t, func(t *testing.T, st store.Store) {
+		d := newDash(t, st, dashOptions{ScanLimit: 20})
+		b := d.browser()
+		var rare []string
+		for i := 0; i < 70; i++ {
+			req := api.SubmitRequest{Kind: "common"}
+			if i%30 == 5 {
+				req.Kind = "rare"
+			}
+			id := d.submit(req).ID.String()
+			if req.Kind == "rare" {
+				rare = append([]string{id}, rare...)
+			}
+		}
+		var found []string
+		path := "/ui/jobs?kind=rare"
+		for pages := 0; path != ""; pages++ {
+			if pages > 10 {
+				t.Fatal("the search does not end")
+			}
+			p := b.get(path)
+			for _, part := range strings.Split(p.body, `<tr data-job="`)[1:] {
+				found = append(found, part[:36])
+			}
+			path = ""
+			if i := strings.Index(p.body, `rel="next" id="next">`); i >= 0 {
+				if !strings.Contains(p.body, `id="scanned"`) || !strings.Contains(p.body, "Search older jobs") {
+					t.Fatalf("a page that ended its scan does not say so\n%s", p.body)
+				}
+				start := strings.LastIndex(p.body[:i], `href="`) + len(`href="`)
+				path = strings.ReplaceAll(p.body[start:start+strings.Index(p.body[start:], `"`)], "&amp;", "&")
+			}
+		}
+		if strings.Join(found, ",") != strings.Join(rare, ",") {
+			t.Fatalf("found %v, want %v", found, rare)
+		}
+	})
+}

@@ -79,6 +79,8 @@ type dashOptions struct {
 	Engine bool
 	// TLS serves HTTPS.
 	TLS bool
+	// ScanLimit is the jobs list's (default web's).
+	ScanLimit int
 	// Processor serves the durable processes of namespace "orders".
 	Processor process.Processor
 	// Upstream is the async gateway's upstream "reports".
@@ -100,7 +102,7 @@ func newDash(t testing.TB, st store.Store, o dashOptions) *dash {
 	t.Helper()
 	logger := slog.New(slog.DiscardHandler)
 	apiCfg := httpapi.Config{Store: st, AdminSecret: o.Secret, Logger: logger, PollInterval: 10 * time.Millisecond}
-	cfg := web.Config{Store: st, AdminSecret: o.Secret, Logger: logger}
+	cfg := web.Config{Store: st, AdminSecret: o.Secret, Logger: logger, ScanLimit: o.ScanLimit}
 	var gw *gateway.Gateway
 	if o.Engine || o.Processor != nil || o.Upstream != nil {
 		queues := []engine.QueueConfig{{Queue: "default", Concurrency: 2}}

@@ -31,13 +31,21 @@ type jobsData struct {
 	Jobs   []*job.Job
 	// Next links the next page ("" on the last).
 	Next template.URL
-	Now  time.Time
+	// Scanned is true when the page ended its scan before it was full
+	// (Next then continues the search below the jobs looked at).
+	Scanned bool
+	// ScanLimit is how many jobs one page looks at, at most.
+	ScanLimit int
+	Now       time.Time
 }
 
 // jobs: GET /ui/jobs, newest first, paged by cursor (the last id of the
 // page), with the API's filters and a search by id or idempotency key.
 // No total is shown: counting the matches reads every matching row,
-// where a page reads only its own.
+// where a page reads only its own. A page looks at the Config.ScanLimit newest
+// jobs past its cursor at most, so that a filter few jobs match costs no
+// more than that: when they hold fewer matches than a page, the page
+// offers to search on below them.
 func (s *server) jobs(w http.ResponseWriter, r *http.Request, v viewer) error {
 	q := r.URL.Query()
 	f := jobFilter{
@@ -47,7 +55,7 @@ func (s *server) jobs(w http.ResponseWriter, r *http.Request, v viewer) error {
 	}
 	params := store.ListParams{
 		Queue: f.Queue, Kind: f.Kind, LockKey: f.LockKey, PartitionKey: f.PartitionKey,
-		Limit: pageSize + 1, NoTotal: true,
+		Limit: pageSize + 1, NoTotal: true, ScanLimit: s.cfg.ScanLimit,
 	}
 	for _, name := range []string{f.Queue, f.Kind, f.LockKey, f.PartitionKey, f.Search} {
 		if err := job.CheckText("filter", name); err != nil {
@@ -68,7 +76,7 @@ func (s *server) jobs(w http.ResponseWriter, r *http.Request, v viewer) error {
 		}
 		params.After = &store.Cursor{ID: id}
 	}
-	d := jobsData{Filter: f, States: job.States, Now: s.clock.Now()}
+	d := jobsData{Filter: f, States: job.States, ScanLimit: s.cfg.ScanLimit, Now: s.clock.Now()}
 	if f.Search != "" {
 		if id, err := uuid.Parse(f.Search); err == nil {
 			j, err := s.store.JobGet(r.Context(), id)
@@ -88,15 +96,22 @@ func (s *server) jobs(w http.ResponseWriter, r *http.Request, v viewer) error {
 		return err
 	}
 	d.Jobs = res.Jobs
-	if len(d.Jobs) > pageSize {
+	var after string
+	switch {
+	case len(d.Jobs) > pageSize:
 		d.Jobs = d.Jobs[:pageSize]
+		after = d.Jobs[pageSize-1].ID.String()
+	case res.ScannedTo != nil:
+		d.Scanned, after = true, res.ScannedTo.String()
+	}
+	if after != "" {
 		next := url.Values{}
 		for k, vs := range q {
 			if k != "after" && k != "msg" {
 				next[k] = vs
 			}
 		}
-		next.Set("after", d.Jobs[pageSize-1].ID.String())
+		next.Set("after", after)
 		d.Next = link("/ui/jobs", next)
 	}
 	s.render(w, r, v, http.StatusOK, "jobs", "Jobs", d)

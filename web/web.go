@@ -43,6 +43,8 @@ var staticFiles embed.FS
 const (
 	DefaultSessionTTL       = 12 * time.Hour
 	DefaultThroughputWindow = 15 * time.Minute
+	// DefaultScanLimit: see Config.ScanLimit.
+	DefaultScanLimit = 10_000
 	// pageSize is the rows of one page of a list.
 	pageSize = 50
 )
@@ -72,6 +74,10 @@ type Config struct {
 	// ThroughputWindow is how far back the overview's chart goes, by the
 	// minute; default 15m.
 	ThroughputWindow time.Duration
+	// ScanLimit is how many jobs a page of the jobs list looks at, at
+	// most (store.ListParams.ScanLimit), whatever its filters match;
+	// default 10 000.
+	ScanLimit int
 	// Clock defaults to clock.Real; Logger to slog.Default().
 	Clock  clock.Clock
 	Logger *slog.Logger
@@ -80,6 +86,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.SessionTTL <= 0 {
 		c.SessionTTL = DefaultSessionTTL
+	}
+	if c.ScanLimit <= 0 {
+		c.ScanLimit = DefaultScanLimit
 	}
 	if c.ThroughputWindow <= 0 {
 		c.ThroughputWindow = DefaultThroughputWindow

@@ -39,6 +39,8 @@ var (
 	jobListSQL string
 	//go:embed sql/job_list_oldest.sql
 	jobListOldestSQL string
+	//go:embed sql/job_scan_bound.sql
+	jobScanBoundSQL string
 	//go:embed sql/job_lock.sql
 	jobLockSQL string
 	//go:embed sql/job_set_state.sql

@@ -21,7 +21,7 @@ func TestQueryPlans(t *testing.T) {
 		sql.Named("batch", "[]"), sql.Named("owner", ""),
 		sql.Named("caps", "[]"), sql.Named("worker", nil), sql.Named("window", int64(0)),
 		sql.Named("after", 0), sql.Named("after_priority", nil), sql.Named("after_run_at", nil),
-		sql.Named("leases", "[]"), sql.Named("state", "succeeded"),
+		sql.Named("leases", "[]"), sql.Named("state", "succeeded"), sql.Named("low", ""),
 	}
 	for _, tc := range []struct {
 		name, query string
@@ -35,6 +35,8 @@ func TestQueryPlans(t *testing.T) {
 		{"expired leases", lockExpiredSQL, []string{"USING INDEX jobd_jobs_lease_idx"}},
 		{"prune", pruneJobsSQL, []string{"USING INDEX jobd_jobs_finished_idx"}},
 		{"feed", jobListFeedSQL, []string{"USING INDEX jobd_jobs_updated_idx"}},
+		{"newest first", jobListNewestSQL, []string{"SEARCH jobd_jobs USING INDEX sqlite_autoindex_jobd_jobs_1 (id>? AND id<?)"}},
+		{"scan bound", jobScanBoundSQL, []string{"SEARCH jobd_jobs USING COVERING INDEX sqlite_autoindex_jobd_jobs_1 (id<?)"}},
 	} {
 		rows, err := s.r.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+tc.query, args...)
 		if err != nil {

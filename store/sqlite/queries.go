@@ -50,6 +50,9 @@ var jobStampSQL string
 //go:embed sql/job_list_feed.sql
 var jobListFeedSQL string
 
+//go:embed sql/job_scan_bound.sql
+var jobScanBoundSQL string
+
 //go:embed sql/job_list_newest.sql
 var jobListNewestSQL string
 

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ var listTests = []test{
 	{"LimitZero", testListLimitZero},
 	{"IdempotencyKey", testListIdempotencyKey},
 	{"NoTotal", testListNoTotal},
+	{"ScanLimit", testListScanLimit},
 	{"FeedExactUnderWriters", testListFeedExact},
 }
 
@@ -224,3 +226,78 @@ func testListNoTotal(t *testing.T, e *env) {
 		t.Fatalf("NoTotal, limit 0: %d jobs, total %d; want none and -1", len(res.Jobs), res.Total)
 	}
 }
+
+// testListScanLimit: a bounded scan looks at no more than ScanLimit jobs
+// a page; a page it ended early says where (ScannedTo), and paging on
+// from there finds every match once, newest first. A full page, or a scan
+// that reached the oldest job, says nothing.
+func testListScanLimit(t *testing.T, e *env) {
+	var jobs, rare []*job.Job
+	for i := range 10 {
+		p := job.InsertParams{Queue: "q", Kind: "common"}
+		if i == 1 || i == 2 || i == 8 {
+			p.Kind = "rare"
+		}
+		j := e.insert(t, p)
+		jobs = append(jobs, j)
+		if p.Kind == "rare" {
+			rare = append(rare, j)
+		}
+	}
+	slices.Reverse(jobs)
+	slices.Reverse(rare) // newest first: jobs 8, 2, 1
+
+	// The 4 newest jobs (9…6) hold one rare job: the page ends at job 6.
+	res := e.list(t, store.ListParams{Kind: "rare", Limit: 10, ScanLimit: 4, NoTotal: true})
+	wantIDs(t, "first bounded page", res.Jobs, rare[0])
+	if res.ScannedTo == nil || *res.ScannedTo != jobs[3].ID {
+		t.Fatalf("first bounded page: ScannedTo = %v, want job 6 %s", res.ScannedTo, jobs[3].ID)
+	}
+	// Paging on finds every rare job once, in order.
+	var got []*job.Job
+	p := store.ListParams{Kind: "rare", Limit: 10, ScanLimit: 4}
+	for i := 0; ; i++ {
+		if i > 10 {
+			t.Fatal("bounded paging does not end")
+		}
+		res := e.list(t, p)
+		if res.Total != 3 {
+			t.Fatalf("bounded page %d: total %d, want 3 (the count is not bounded)", i, res.Total)
+		}
+		got = append(got, res.Jobs...)
+		if res.ScannedTo == nil {
+			break
+		}
+		p.After = &store.Cursor{ID: *res.ScannedTo}
+	}
+	wantIDs(t, "bounded pages", got, rare...)
+
+	// A page filled before the scan's end says nothing: it continues
+	// from its last job, as any page does.
+	res = e.list(t, store.ListParams{Limit: 2, ScanLimit: 4})
+	wantIDs(t, "a full bounded page", res.Jobs, jobs[0], jobs[1])
+	if res.ScannedTo != nil {
+		t.Fatalf("a full bounded page: ScannedTo = %s, want nil", res.ScannedTo)
+	}
+	// A scan that reaches the oldest job says nothing either.
+	res = e.list(t, store.ListParams{Kind: "rare", Limit: 10, ScanLimit: 4, After: &store.Cursor{ID: jobs[6].ID}})
+	wantIDs(t, "the last bounded page", res.Jobs, rare[1], rare[2])
+	if res.ScannedTo != nil {
+		t.Fatalf("the last bounded page: ScannedTo = %s, want nil", res.ScannedTo)
+	}
+	// Without a bound the page walks as far as it must.
+	e.wantList(t, "unbounded", store.ListParams{Kind: "rare"}, rare...)
+
+	for _, bad := range []store.ListParams{
+		{Limit: 1, ScanLimit: -1},
+		{Limit: 1, ScanLimit: 5, OldestFirst: true},
+		{Limit: 1, ScanLimit: 5, UpdatedSince: ptrTime(e.now())},
+	} {
+		var verr *job.ValidationError
+		if _, err := e.s.JobList(t.Context(), bad); !errors.As(err, &verr) || verr.Field != "scan_limit" {
+			t.Errorf("JobList %+v: %v, want a validation error of scan_limit", bad, err)
+		}
+	}
+}
+
+func ptrTime(t time.Time) *time.Time { return &t }
