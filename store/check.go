@@ -45,6 +45,14 @@ func CheckScan(p ListParams) error {
 	return nil
 }
 
+// ScanBounded reports whether a page of p reads the bound of its scan
+// (ListParams.ScanLimit): a newest-first page with a limit and filters
+// that not every job matches, none of them an idempotency key.
+func ScanBounded(p ListParams) bool {
+	filtered := p.Queue != "" || p.Kind != "" || len(p.States) > 0 || p.LockKey != "" || p.PartitionKey != ""
+	return p.ScanLimit > 0 && p.Limit > 0 && filtered && p.IdempotencyKey == ""
+}
+
 // CheckKey refuses an API key record without its id, prefix or hash.
 func CheckKey(key APIKey) error {
 	if key.ID == "" || key.Prefix == "" || len(key.Hash) == 0 {

@@ -482,7 +482,10 @@ type ListParams struct {
 	// one bounded range of the primary key per page instead of a walk of
 	// the table. When those jobs hold fewer than Limit matches and the
 	// scan did not reach the oldest job, ListResult.ScannedTo says where
-	// it stopped, and the next page continues from there. 0: no bound.
+	// it stopped, and the next page continues from there. 0: no bound. It
+	// bounds nothing on a page without filters (every job matches) or
+	// with an IdempotencyKey (its job is found by its index): see
+	// ScanBounded.
 	ScanLimit int
 }
 

@@ -43,7 +43,7 @@ func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store
 	// A bounded scan reads its bound first, in a round trip of its own:
 	// the page is then fenced by exactly the bound it reports.
 	var low *[16]byte // nil: no bound
-	if params.ScanLimit > 0 && params.Limit > 0 {
+	if store.ScanBounded(params) {
 		var after *[16]byte
 		if params.After != nil {
 			id := pgUUID(params.After.ID)

@@ -105,7 +105,7 @@ func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store
 			return nil
 		}
 		var low sql.NullString // not valid: no bound
-		if params.ScanLimit > 0 {
+		if store.ScanBounded(params) {
 			// In the page's snapshot: the page is fenced by exactly the
 			// bound it reports.
 			err := tx.QueryRowContext(ctx, jobScanBoundSQL, afterArg, sql.Named("scan", params.ScanLimit)).Scan(&low)

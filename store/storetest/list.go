@@ -287,6 +287,20 @@ func testListScanLimit(t *testing.T, e *env) {
 	}
 	// Without a bound the page walks as far as it must.
 	e.wantList(t, "unbounded", store.ListParams{Kind: "rare"}, rare...)
+	// Nothing bounds a page without filters (every job matches), nor a
+	// search by idempotency key (found by its index, however old).
+	res = e.list(t, store.ListParams{Limit: 10, ScanLimit: 4})
+	wantIDs(t, "a bounded page without filters", res.Jobs, jobs...)
+	if res.ScannedTo != nil {
+		t.Fatalf("a bounded page without filters: ScannedTo = %s", res.ScannedTo)
+	}
+	old := e.insert(t, job.InsertParams{Queue: "q", Kind: "common", IdempotencyKey: "old-key"})
+	e.insertN(t, 5, job.InsertParams{Queue: "q", Kind: "common"})
+	res = e.list(t, store.ListParams{Queue: "q", IdempotencyKey: "old-key", Limit: 10, ScanLimit: 2})
+	wantIDs(t, "a bounded search by idempotency key", res.Jobs, old)
+	if res.ScannedTo != nil {
+		t.Fatalf("a bounded search by idempotency key: ScannedTo = %s", res.ScannedTo)
+	}
 
 	for _, bad := range []store.ListParams{
 		{Limit: 1, ScanLimit: -1},
