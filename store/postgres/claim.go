@@ -64,26 +64,12 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 func (s *executor) claimOnce(ctx context.Context, query string, args []any) ([]*job.Job, error) {
 	var jobs []*job.Job
 	err := s.transact(ctx, func(r *rounds) error {
-		return r.round(ctx, true, func(b *pgx.Batch) {
-			b.Queue(plannerOrderedSQL)
-			b.Queue(query, args...)
-			if !r.own {
-				b.Queue(plannerResetSQL)
-			}
-		}, func(br pgx.BatchResults) error {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
+		return r.pinnedRound(ctx, true, func(b *pgx.Batch) { b.Queue(query, args...) }, func(br pgx.BatchResults) error {
 			rows, err := br.Query()
 			if err != nil {
 				return err
 			}
-			if jobs, err = scanJobs(rows); err != nil {
-				return err
-			}
-			if !r.own {
-				_, err = br.Exec()
-			}
+			jobs, err = scanJobs(rows)
 			return err
 		})
 	})

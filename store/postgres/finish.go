@@ -27,7 +27,12 @@ func (s *executor) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]s
 		return nil, err
 	}
 	if store.SucceededOnce(outcomes) {
-		results, err := s.finishSucceeded(ctx, s.db, outcomes)
+		var results []store.FinishResult
+		err := s.transact(ctx, func(r *rounds) error {
+			var err error
+			results, err = s.finishSucceeded(ctx, r, outcomes)
+			return err
+		})
 		if err != nil {
 			return nil, errorf("postgres: finish: %w", err)
 		}
@@ -50,10 +55,10 @@ func (s *executor) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]s
 }
 
 // finishSucceeded applies a batch of successes of distinct jobs in one
-// statement, with the state job.Finish decides for every success
+// statement (one pinned round), with the state job.Finish decides for every success
 // (job.SucceededState), which leaves the journal as it is: the row
 // implies the success's entry.
-func (s *executor) finishSucceeded(ctx context.Context, q querier, outcomes []store.Outcome) ([]store.FinishResult, error) {
+func (s *executor) finishSucceeded(ctx context.Context, r *rounds, outcomes []store.Outcome) ([]store.FinishResult, error) {
 	ids := make([][16]byte, len(outcomes))
 	tokens := make([][16]byte, len(outcomes))
 	owners := make([]string, len(outcomes))
@@ -64,16 +69,22 @@ func (s *executor) finishSucceeded(ctx context.Context, q querier, outcomes []st
 			results[i] = o.Result
 		}
 	}
-	rows, err := q.Query(ctx, finishSucceededSQL, s.now(), ids, tokens, results, string(job.SucceededState), owners)
-	if err != nil {
-		return nil, err
-	}
 	done := make(map[[2]uuid.UUID]bool, len(outcomes))
-	var id, token uuid.UUID
-	if _, err := pgx.ForEachRow(rows, []any{uuidDest(&id), uuidDest(&token)}, func() error {
-		done[[2]uuid.UUID{id, token}] = true
-		return nil
-	}); err != nil {
+	err := r.pinnedRound(ctx, true, func(b *pgx.Batch) {
+		b.Queue(finishSucceededSQL, s.now(), ids, tokens, results, string(job.SucceededState), owners)
+	}, func(br pgx.BatchResults) error {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		var id, token uuid.UUID
+		_, err = pgx.ForEachRow(rows, []any{uuidDest(&id), uuidDest(&token)}, func() error {
+			done[[2]uuid.UUID{id, token}] = true
+			return nil
+		})
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	out := make([]store.FinishResult, len(outcomes))
@@ -96,7 +107,7 @@ func (s *executor) finish(ctx context.Context, r *rounds, outcomes []store.Outco
 	for i, o := range outcomes {
 		ids[i], tokens[i] = o.ID, o.Token
 	}
-	held, at, err := lockHeld(ctx, r, false, lockHeldSQL, now, ids, tokens)
+	held, at, err := lockHeld(ctx, r, lockHeldSQL, now, ids, tokens)
 	if err != nil {
 		return nil, applied{}, fmt.Errorf("lock: %w", err)
 	}
@@ -110,29 +121,15 @@ func (s *executor) finish(ctx context.Context, r *rounds, outcomes []store.Outco
 	return results, applied{decided: decided, at: at}, nil
 }
 
-// lockHeld runs query, lock_held.sql or lock_expired.sql, in a round of
-// its own: it locks running jobs and returns their facts and the
-// transaction's time. When ordered, the query is planned under
-// planner_ordered.sql's settings, put back before the round ends.
-func lockHeld(ctx context.Context, r *rounds, ordered bool, query string, args ...any) ([]store.Held, time.Time, error) {
+// lockHeld runs query, lock_held.sql or lock_expired.sql, in a pinned
+// round of its own: it locks running jobs and returns their facts and the
+// transaction's time.
+func lockHeld(ctx context.Context, r *rounds, query string, args ...any) ([]store.Held, time.Time, error) {
 	var (
 		held []store.Held
 		at   time.Time
 	)
-	err := r.round(ctx, false, func(b *pgx.Batch) {
-		if ordered {
-			b.Queue(plannerOrderedSQL)
-		}
-		b.Queue(query, args...)
-		if ordered {
-			b.Queue(plannerResetSQL)
-		}
-	}, func(br pgx.BatchResults) error {
-		if ordered {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
-		}
+	err := r.pinnedRound(ctx, false, func(b *pgx.Batch) { b.Queue(query, args...) }, func(br pgx.BatchResults) error {
 		rows, err := br.Query()
 		if err != nil {
 			return err
@@ -144,10 +141,6 @@ func lockHeld(ctx context.Context, r *rounds, ordered bool, query string, args .
 			held = append(held, h)
 			return nil
 		})
-		if err != nil || !ordered {
-			return err
-		}
-		_, err = br.Exec()
 		return err
 	})
 	return held, at, err
@@ -194,7 +187,11 @@ func (s *executor) setStateIfRunning(ctx context.Context, r *rounds, now *time.T
 				finishedAts, results, lastErrors, entries, attemptedAts)
 		}
 	}
-	return r.round(ctx, true, queue, func(br pgx.BatchResults) error {
+	send := r.round
+	if n > 0 {
+		send = r.pinnedRound // each job a probe of the primary key
+	}
+	return send(ctx, true, queue, func(br pgx.BatchResults) error {
 		if n == 0 {
 			return nil
 		}

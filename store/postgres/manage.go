@@ -151,10 +151,10 @@ func (s *executor) JobRescue(ctx context.Context, limit int) (int, error) {
 
 func (s *executor) rescue(ctx context.Context, r *rounds, limit int) (applied, error) {
 	now := s.now()
-	// Ordered: the reaper walks the lease index, longest expired first,
+	// Pinned: the reaper walks the lease index, longest expired first,
 	// whatever the statistics say (an empty, never analysed table would
 	// otherwise be read whole, and keep that plan as it fills).
-	held, at, err := lockHeld(ctx, r, true, lockExpiredSQL, now, limit)
+	held, at, err := lockHeld(ctx, r, lockExpiredSQL, now, limit)
 	if err != nil {
 		return applied{}, err
 	}

@@ -47,6 +47,9 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 		if err != nil {
 			return err
 		}
+		if err := loadBatch(ctx, tx, body); err != nil {
+			return err
+		}
 		rows, err := tx.QueryContext(ctx, claimJobsSQL,
 			sql.Named("batch", string(body)),
 			sql.Named("owner", params.Owner),

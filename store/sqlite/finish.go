@@ -75,6 +75,9 @@ func finishSucceeded(ctx context.Context, tx *jobWrite, outcomes []store.Outcome
 	if err != nil {
 		return nil, err
 	}
+	if err := loadBatch(ctx, tx, body); err != nil {
+		return nil, fmt.Errorf("finish successes: %w", err)
+	}
 	rows, err := tx.QueryContext(ctx, finishSucceededBatchSQL, sql.Named("batch", string(body)),
 		sql.Named("state", string(job.SucceededState)), sql.Named("now", tx.now), sql.Named("stamp", tx.stamp))
 	if err != nil {
@@ -194,6 +197,9 @@ func setStateIfRunning(ctx context.Context, tx *jobWrite, wake *wakeups, decided
 	body, err := json.Marshal(batch)
 	if err != nil {
 		return err
+	}
+	if err := loadBatch(ctx, tx, body); err != nil {
+		return fmt.Errorf("apply: %w", err)
 	}
 	res, err := tx.ExecContext(ctx, setStateIfRunningSQL, sql.Named("batch", string(body)), sql.Named("stamp", tx.stamp))
 	if err != nil {

@@ -14,6 +14,12 @@ var queueHealthSQL string
 //go:embed sql/queue_throughput.sql
 var queueThroughputSQL string
 
+//go:embed sql/batch_prepare.sql
+var batchPrepareSQL string
+
+//go:embed sql/batch_load.sql
+var batchLoadSQL string
+
 //go:embed sql/claim_jobs.sql
 var claimJobsSQL string
 

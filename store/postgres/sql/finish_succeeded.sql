@@ -6,6 +6,8 @@
 -- $3 lease tokens, $4 results (NULL: none), $5 the state that job.Finish
 -- decides for a success, $6 lease owners ('': not fenced by the owner).
 -- Returns only the ids that finished; a missing id lost its lease.
+-- j.id = ANY (ARRAY[o.id]): a probe of the primary key per job whatever
+-- the statistics, never a walk of it (see claim.sql).
 UPDATE jobd_jobs j SET
     state = $5::text,
     result = o.result,
@@ -14,7 +16,7 @@ UPDATE jobd_jobs j SET
     finished_at = coalesce($1::timestamptz, now()),
     updated_at = coalesce($1::timestamptz, now())
 FROM unnest($2::uuid[], $3::uuid[], $4::jsonb[], $6::text[]) AS o(id, token, result, owner)
-WHERE j.id = o.id
+WHERE j.id = ANY (ARRAY[o.id])
   AND j.state = 'running'
   AND j.lease_token = o.token
   AND (o.owner = '' OR j.lease_owner = o.owner)

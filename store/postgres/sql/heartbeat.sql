@@ -4,11 +4,13 @@
 -- "updated since" feed reports, and every running job beats every few
 -- seconds. The owner is never rewritten: a heartbeat renews only the
 -- leases of their owner.
+-- j.id = ANY (ARRAY[l.id]): a probe of the primary key per job whatever
+-- the statistics, never a walk of it (see claim.sql).
 UPDATE jobd_jobs j SET
     lease_expires_at = coalesce($1::timestamptz, now()) + j.lease_ttl,
     heartbeat_at = coalesce($1::timestamptz, now())
 FROM unnest($2::uuid[], $3::uuid[], $4::text[]) AS l(id, token, owner)
-WHERE j.id = l.id
+WHERE j.id = ANY (ARRAY[l.id])
   AND j.state = 'running'
   AND j.lease_token = l.token
   AND (l.owner = '' OR j.lease_owner = l.owner)

@@ -28,7 +28,9 @@ WITH done AS (
                 $7::timestamptz[], $8::jsonb[], $9::text[], $10::jsonb[], $11::timestamptz[])
         AS d(id, token, state, run_at, attempt, finished_at, result, last_error,
              entries, attempted_at)
-    WHERE j.id = d.id
+    -- A probe of the primary key per job whatever the statistics, never a
+    -- walk of it (see claim.sql).
+    WHERE j.id = ANY (ARRAY[d.id])
       AND j.state = 'running'
       AND j.lease_token = d.token
     RETURNING j.id, j.queue, j.state, j.run_at, j.updated_at
