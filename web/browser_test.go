@@ -284,6 +284,14 @@ func browserScenario(t *testing.T, st store.Store, screenshots bool) {
 	}
 	b.screenshot(shots, "dashboard-overview.png")
 
+	// The counts follow the queues without a reload.
+	js[bool](b, "window.sameDocument = true")
+	d.submit(api.SubmitRequest{Kind: "render", Queue: "emails"})
+	b.waitFor("the emails queue's count to follow", `document.querySelector('tr[data-queue="emails"] [data-field="queued"]').textContent === '3'`)
+	if !js[bool](b, "window.sameDocument === true") {
+		t.Fatal("the overview reloaded to show the counts")
+	}
+
 	// Pause and resume a queue.
 	if status := b.click(`tr[data-queue="emails"] button[data-action="pause"]`); status != http.StatusOK {
 		t.Fatalf("pause: %d", status)
