@@ -11,9 +11,9 @@
 // the overview's counts from one summary endpoint.
 //
 // Authentication: with an admin secret, the dashboard asks for a key once
-// and keeps a session in a signed cookie (session.go); every form that
-// changes state carries a token bound to the session and is refused (403)
-// when it comes from another origin (csrf.go).
+// and keeps a session in a signed cookie; every form that changes state
+// carries a token bound to the session and is refused (403) when it comes
+// from another origin (both in session.go).
 package web
 
 import (
