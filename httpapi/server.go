@@ -8,6 +8,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/internal/problem"
+	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/schedule"
 	"github.com/jobd/jobd/store"
@@ -152,6 +154,34 @@ type server struct {
 
 // New returns the API handler.
 func New(cfg Config) (http.Handler, error) {
+	s, err := newServer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	for _, rt := range s.routes() {
+		mux.Handle(rt.pattern(), s.wrap(rt))
+	}
+	return &root{mux: mux, s: s}, nil
+}
+
+// NewJobStream returns the handler of a job's event stream, exactly as
+// GET /api/v1/jobs/{id}/stream serves it but without its credential
+// check: for a front end that checked its own (the dashboard's session).
+// The request's path value "id" names the job.
+func NewJobStream(cfg Config) (http.Handler, error) {
+	s, err := newServer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.stream(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	}), nil
+}
+
+func newServer(cfg Config) (*server, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -173,11 +203,7 @@ func New(cfg Config) (http.Handler, error) {
 			return nil, err
 		}
 	}
-	mux := http.NewServeMux()
-	for _, rt := range s.routes() {
-		mux.Handle(rt.pattern(), s.wrap(rt))
-	}
-	return &root{mux: mux, s: s}, nil
+	return s, nil
 }
 
 // route is one endpoint: its method and path, the scope it needs ("" for
@@ -322,6 +348,35 @@ func (a *Authorizer) Authorize(r *http.Request, need string) error {
 		return problem.FromError(p)
 	}
 	return err
+}
+
+// Open reports whether authentication is off (no admin secret): every
+// request passes.
+func (a *Authorizer) Open() bool { return a.a.open }
+
+// Identify returns the principal of a credential, as the API reads it
+// from "Authorization: Bearer": the admin secret or an API key that
+// exists. ok is false when cred is neither; err is the store's failure.
+func (a *Authorizer) Identify(ctx context.Context, cred string) (p Principal, ok bool, err error) {
+	if a.a.open {
+		return Principal{}, false, nil
+	}
+	return a.a.identify(ctx, cred)
+}
+
+// Key returns the principal of the API key whose public prefix is
+// prefix, if it still exists (a revoked key does not); ok is false
+// otherwise. It checks no secret: it is for a session that checked the
+// key's secret when it began.
+func (a *Authorizer) Key(ctx context.Context, prefix string) (p Principal, ok bool, err error) {
+	rec, err := a.a.store.KeyByPrefix(ctx, prefix)
+	if errors.Is(err, job.ErrNotFound) {
+		return Principal{}, false, nil
+	}
+	if err != nil {
+		return Principal{}, false, fmt.Errorf("look up API key: %w", err)
+	}
+	return principalOf(rec), true, nil
 }
 
 // wrap checks the route's scope before anything else (so that no answer

@@ -110,7 +110,7 @@ type JobStore interface {
 	// JobGet returns one job, or job.ErrNotFound.
 	JobGet(ctx context.Context, id uuid.UUID) (*job.Job, error)
 	// JobList returns jobs matching the filter and the total count of
-	// matches (ignoring Limit and the cursor).
+	// matches (ignoring Limit and the cursor), unless NoTotal.
 	JobList(ctx context.Context, params ListParams) (*ListResult, error)
 	// JobEvents returns a job's journal, oldest first, each entry's ID its
 	// position (1, 2, 3… per job); an unknown job has none (and no error).
@@ -244,6 +244,12 @@ type QueueStore interface {
 	// indexes of the active jobs, never the finished ones: its cost grows
 	// with the active jobs, not with the table.
 	QueueHealth(ctx context.Context, params HealthParams) (*Health, error)
+	// QueueThroughput counts the jobs that finished (succeeded, failed or
+	// canceled) at or after since, by queue, minute of finished_at (UTC,
+	// the minute's start) and state, ordered by queue, minute and state.
+	// It reads only the jobs finished since (an index range): its cost
+	// grows with the window's jobs, not with the table.
+	QueueThroughput(ctx context.Context, since time.Time) ([]Throughput, error)
 }
 
 // LeaderStore elects, per duty, the node that runs it.
@@ -493,6 +499,9 @@ type ListParams struct {
 	States       []job.State
 	LockKey      string
 	PartitionKey string
+	// IdempotencyKey finds the job submitted with that key (there is at
+	// most one, found by its unique index).
+	IdempotencyKey string
 	// UpdatedSince switches to feed order: jobs with updated_at >=
 	// UpdatedSince, ascending by (updated_at, id). Otherwise jobs come
 	// newest first (id descending).
@@ -516,6 +525,22 @@ type ListParams struct {
 	After *Cursor
 	// Limit caps the rows returned; 0 returns only the count.
 	Limit int
+	// NoTotal skips the count of the matches, which reads every matching
+	// row (a page reads only its own): Total is then -1. A listing of a
+	// large table that does not show a total sets it.
+	NoTotal bool
+	// ScanLimit bounds the work of a newest-first page (neither
+	// UpdatedSince nor OldestFirst, which it cannot be combined with): the
+	// page looks at most at the ScanLimit newest jobs after the cursor,
+	// matching the filters or not, so that a filter few jobs match costs
+	// one bounded range of the primary key per page instead of a walk of
+	// the table. When those jobs hold fewer than Limit matches and the
+	// scan did not reach the oldest job, ListResult.ScannedTo says where
+	// it stopped, and the next page continues from there. 0: no bound. It
+	// bounds nothing on a page without filters (every job matches) or
+	// with an IdempotencyKey (its job is found by its index): see
+	// ScanBounded.
+	ScanLimit int
 }
 
 // Cursor marks the last job of a page.
@@ -526,8 +551,15 @@ type Cursor struct {
 
 // ListResult is one page of jobs and the total number of matches.
 type ListResult struct {
-	Jobs  []*job.Job
+	Jobs []*job.Job
+	// Total is -1 when ListParams.NoTotal skipped the count.
 	Total int64
+	// ScannedTo is set when ListParams.ScanLimit ended the scan before the
+	// page was full: the id of the oldest job it looked at (matching or
+	// not). The next page continues after it (ListParams.After), and more
+	// jobs may match beyond it. Nil when the page is full or the scan
+	// found fewer jobs than ScanLimit (it reached the oldest one).
+	ScannedTo *uuid.UUID
 }
 
 // QueueInfo describes one queue.

@@ -295,6 +295,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		}
 		logger.Info("async gateway on", "upstreams", strings.Join(names, ","))
 	}
+	if handler, err = withDashboard(apiCfg, handler, health, eng, gw, logger); err != nil {
+		return usageError("%v", err)
+	}
 	handler = httpapi.Instrument(handler, httpapi.InstrumentConfig{Logger: logger, Observer: metrics})
 
 	hctx, stopHealth := context.WithCancel(ctx)

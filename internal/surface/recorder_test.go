@@ -204,6 +204,11 @@ func (r recorder) QueueHealth(ctx context.Context, params store.HealthParams) (*
 	return r.st.QueueHealth(ctx, params)
 }
 
+func (r recorder) QueueThroughput(ctx context.Context, since time.Time) ([]store.Throughput, error) {
+	note(ctx, "QueueThroughput")
+	return r.st.QueueThroughput(ctx, since)
+}
+
 func (r recorder) QueueSetPaused(ctx context.Context, queue string, paused bool) error {
 	note(ctx, "QueueSetPaused")
 	return r.st.QueueSetPaused(ctx, queue, paused)

@@ -11,6 +11,9 @@ var claimCandidatesSQL string
 //go:embed sql/queue_health.sql
 var queueHealthSQL string
 
+//go:embed sql/queue_throughput.sql
+var queueThroughputSQL string
+
 //go:embed sql/batch_prepare.sql
 var batchPrepareSQL string
 
@@ -52,6 +55,9 @@ var jobStampSQL string
 
 //go:embed sql/job_list_feed.sql
 var jobListFeedSQL string
+
+//go:embed sql/job_scan_bound.sql
+var jobScanBoundSQL string
 
 //go:embed sql/job_list_newest.sql
 var jobListNewestSQL string

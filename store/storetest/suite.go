@@ -60,6 +60,7 @@ func Run(t *testing.T, open func(t *testing.T, c clock.Clock) store.Store) {
 		{"Tx", txTests},
 		{"Health", healthTests},
 		{"Webhook", webhookTests},
+		{"Throughput", throughputTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
