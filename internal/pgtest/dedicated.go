@@ -2,6 +2,7 @@ package pgtest
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -44,10 +45,17 @@ func (cl *Cluster) URL() string { return cl.c.url }
 // immediate): open connections are cut, new ones are refused.
 func (cl *Cluster) Stop(t testing.TB) {
 	t.Helper()
+	if err := cl.stopNow(); err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+}
+
+func (cl *Cluster) stopNow() error {
 	out, err := cl.c.run("pg_ctl", "-D", filepath.Join(cl.c.dir, "data"), "-m", "immediate", "-w", "stop")
 	if err != nil {
-		t.Fatalf("pgtest: pg_ctl stop: %v: %s", err, out)
+		return fmt.Errorf("pg_ctl stop: %v: %s", err, out)
 	}
+	return nil
 }
 
 // Start starts the stopped server again, on the same port, and waits
@@ -57,4 +65,16 @@ func (cl *Cluster) Start(t testing.TB) {
 	if err := cl.c.start(); err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
+}
+
+// Restart does what pg_ctl restart -m immediate does: the server stops
+// at once, as a crash would, and starts again on the same port; Restart
+// returns once it accepts connections (after its crash recovery). It
+// returns its error instead of failing the test, so that a goroutine of
+// the test may call it (a fault injector's).
+func (cl *Cluster) Restart() error {
+	if err := cl.stopNow(); err != nil {
+		return err
+	}
+	return cl.c.start()
 }
