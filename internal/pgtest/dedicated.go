@@ -18,10 +18,13 @@ type Cluster struct {
 // NewCluster starts a cluster for t from the machine's binaries (initdb
 // into a temporary directory, a free loopback port), even when
 // JOBD_TEST_DATABASE_URL names a server: an outage must not be the shared
-// server's. t fails when none can be had.
-func NewCluster(t testing.TB) *Cluster {
+// server's. settings are server settings as "name=value" (no spaces),
+// beyond or instead of the throwaway clusters' own (max_connections=300,
+// fsync, synchronous_commit and full_page_writes off). t fails when none
+// can be had.
+func NewCluster(t testing.TB, settings ...string) *Cluster {
 	t.Helper()
-	c, err := startCluster()
+	c, err := startCluster(settings...)
 	if err != nil {
 		t.Fatalf("pgtest: a PostgreSQL cluster of the test's own is required: %v", err)
 	}

@@ -68,11 +68,12 @@ func TestTemplateCopies(t *testing.T) {
 }
 
 // TestClusterRestart: what committed before an immediate restart is
-// there after it, and the server answers again on the same URL.
+// there after it, and the server answers again on the same URL, with
+// the settings the cluster was made with.
 func TestClusterRestart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cl := NewCluster(t)
+	cl := NewCluster(t, "max_connections=42")
 	if err := exec1(ctx, cl.URL(), "CREATE TABLE t (n int); INSERT INTO t VALUES (42)"); err != nil {
 		t.Fatal(err)
 	}
@@ -87,5 +88,9 @@ func TestClusterRestart(t *testing.T) {
 	var n int
 	if err := conn.QueryRow(ctx, "SELECT n FROM t").Scan(&n); err != nil || n != 42 {
 		t.Fatalf("after the restart: n = %d, %v; want 42", n, err)
+	}
+	var max string
+	if err := conn.QueryRow(ctx, "SHOW max_connections").Scan(&max); err != nil || max != "42" {
+		t.Fatalf("after the restart: max_connections %q, %v; want 42", max, err)
 	}
 }
