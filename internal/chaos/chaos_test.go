@@ -168,7 +168,10 @@ func newHarness(t *testing.T, cfg config) *harness {
 	}
 	h.jobd = buildJobd(t, dir)
 
-	h.pg = pgtest.NewCluster(t)
+	// Commit timestamps time the database's record of the transitions
+	// (transitions_test.go); fewer slots make the exhaustion quicker to
+	// reach.
+	h.pg = pgtest.NewCluster(t, "track_commit_timestamp=on", "max_connections=100")
 	h.dbURL = setupDatabase(t, h.pg)
 	jobdURL, _ := url.Parse(h.pg.URL())
 	jobdURL.Path = "/" + nodeDatabase
@@ -185,6 +188,7 @@ func newHarness(t *testing.T, cfg config) *harness {
 	if err := h.nodes[0].start(startCtx); err != nil {
 		t.Fatal(err)
 	}
+	h.recordTransitions()
 	errs := make(chan error, nodeCount)
 	for _, n := range h.nodes[1:] {
 		go func() { errs <- n.start(startCtx) }()
@@ -267,7 +271,7 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	<-submitted
-	drained := h.waitDrained()
+	drained, drain := h.waitDrained()
 
 	// The workers stop gracefully: nothing runs any more.
 	for _, g := range h.gos {
@@ -290,29 +294,42 @@ func TestChaos(t *testing.T) {
 	}
 	figures{
 		cfg: cfg, began: began, ready: ready, start: start, quiet: quiet, submitted: sub.last,
-		drained: drained, injections: injections, ev: ev, checked: checked, nodes: h.nodes,
+		drained: drained, injections: injections, ev: ev, checked: checked, nodes: h.nodes, drain: drain,
 	}.log(t)
+}
+
+// drainSample is how many jobs were queued or running at a moment of
+// the drain.
+type drainSample struct {
+	at     time.Time
+	active int64
 }
 
 // waitDrained waits until no job is queued or running (the test's
 // deadline, less room for the checks, bounds the wait: draining is
-// the tier's liveness check) and returns when that was seen.
-func (h *harness) waitDrained() time.Time {
+// the tier's liveness check) and returns when that was seen, with a
+// sample of the count each second.
+func (h *harness) waitDrained() (time.Time, []drainSample) {
 	limit := time.Now().Add(10 * time.Minute)
 	if d, ok := h.t.Deadline(); ok {
 		limit = d.Add(-2 * time.Minute)
 	}
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
+	var samples []drainSample
 	for time.Now().Before(limit) {
 		ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
 		n, err := h.admin.Count(ctx, client.ListOptions{States: []api.State{api.StateQueued, api.StateRunning}})
 		cancel()
+		now := time.Now()
+		if err == nil && (len(samples) == 0 || n == 0 || now.Sub(samples[len(samples)-1].at) >= time.Second) {
+			samples = append(samples, drainSample{now, n})
+		}
 		if err == nil && n == 0 {
-			return time.Now()
+			return now, samples
 		}
 		<-tick.C
 	}
 	h.errorf("jobs still queued or running at the test's deadline: the cluster did not drain")
-	return time.Time{}
+	return time.Time{}, samples
 }

@@ -61,63 +61,80 @@ func (d *database) exhaust(hold time.Duration) (string, bool, error) {
 		return "", false, err
 	}
 	defer admin.Close(context.Background())
-	var max, reserved, open int
+	var maxConns, reserved, open int
 	err = admin.QueryRow(ctx, `SELECT current_setting('max_connections')::int,
 		current_setting('superuser_reserved_connections')::int,
-		(SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')`).Scan(&max, &reserved, &open)
+		(SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')`).Scan(&maxConns, &reserved, &open)
 	if err != nil {
 		return "", false, err
 	}
-	// Up to the slots others may use; a few may be taken meanwhile, by
-	// the nodes: the sessions that find the server full stop there.
-	want := max - reserved - open
+	var held []*pgx.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close(context.Background())
+		}
+	}()
+	// Up to the slots others may use; the nodes may take a few meanwhile:
+	// the sessions that find the server full stop there.
+	more, err := fill(ctx, d.url, maxConns-reserved-open)
+	held = append(held, more...)
+	if err != nil {
+		return "", false, err
+	}
+	// The nodes keep the sessions they have: end them, and take the slots
+	// they free before the nodes connect again (they win some back).
+	var killed int
+	if err := admin.QueryRow(ctx, terminateJobd).Scan(&killed); err != nil {
+		return "", false, err
+	}
+	more, err = fill(ctx, d.url, killed)
+	held = append(held, more...)
+	if err != nil {
+		return "", false, err
+	}
+	var left int
+	if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'jobd%'`).Scan(&left); err != nil {
+		return "", false, err
+	}
+	time.Sleep(hold) // the fault's length
+	return fmt.Sprintf("%d idle sessions of %d slots held %s; %d jobd sessions terminated, %d left to the nodes",
+		len(held), maxConns-reserved, hold, killed, left), false, nil
+}
+
+// fill opens up to n idle sessions, fewer when the server runs out of
+// slots first.
+func fill(ctx context.Context, url string, n int) ([]*pgx.Conn, error) {
 	var (
 		mu    sync.Mutex
 		held  []*pgx.Conn
-		full  int
 		other error
 		wg    sync.WaitGroup
 	)
 	next := make(chan struct{})
-	for range 16 {
+	for range 8 {
 		wg.Go(func() {
 			for range next {
-				c, err := pgx.Connect(ctx, d.url)
+				c, err := pgx.Connect(ctx, url)
 				mu.Lock()
 				switch {
 				case err == nil:
 					held = append(held, c)
-				case tooManyConnections(err):
-					full++
-				default:
+				case !tooManyConnections(err):
 					other = err
 				}
 				mu.Unlock()
 			}
 		})
 	}
-	for range want {
+	for range n {
 		next <- struct{}{}
 	}
 	close(next)
 	wg.Wait()
-	defer func() {
-		for _, c := range held {
-			c.Close(context.Background())
-		}
-	}()
 	if other != nil {
-		return "", false, fmt.Errorf("open idle sessions: %w", other)
+		return held, fmt.Errorf("open idle sessions: %w", other)
 	}
-	var killed int
-	if err := admin.QueryRow(ctx, terminateJobd).Scan(&killed); err != nil {
-		return "", false, err
-	}
-	time.Sleep(hold) // the fault's length
-	var refused int64
-	_ = admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'jobd%'`).Scan(&refused)
-	return fmt.Sprintf("%d idle sessions held %s (%d more found the server full), %d jobd sessions terminated, %d jobd sessions at the end",
-		len(held), hold, full, killed, refused), false, nil
+	return held, nil
 }
 
 // tooManyConnections reports whether err is the server refusing a

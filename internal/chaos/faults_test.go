@@ -124,8 +124,8 @@ type injected struct {
 type injector struct {
 	h *harness
 
-	// dbLane runs the database faults one at a time; nodeLane picks the
-	// node to kill among those up.
+	// dbLane runs the database faults (but the horizon pin) one at a
+	// time; nodeLane picks the node to kill among those up.
 	dbLane, nodeLane sync.Mutex
 
 	mu  sync.Mutex
@@ -141,6 +141,10 @@ func (in *injector) run(start time.Time, plan []fault) {
 		wg.Go(func() {
 			if d := time.Until(start.Add(f.at)); d > 0 {
 				time.Sleep(d) // the plan's schedule
+			}
+			if f.kind == faultPGRestart || f.kind == faultTerminate || f.kind == faultExhaust {
+				in.dbLane.Lock()
+				defer in.dbLane.Unlock()
 			}
 			r := injected{fault: f, start: time.Now()}
 			r.detail, r.skipped, r.err = in.inject(f)
@@ -159,21 +163,15 @@ func (in *injector) inject(f fault) (detail string, skipped bool, err error) {
 	switch f.kind {
 	case faultNodeKill:
 		return in.killNode(f)
-	case faultPGRestart, faultTerminate, faultExhaust:
-		in.dbLane.Lock()
-		defer in.dbLane.Unlock()
-		switch f.kind {
-		case faultPGRestart:
-			t0 := time.Now()
-			if err := h.pg.Restart(); err != nil {
-				return "", false, err
-			}
-			return fmt.Sprintf("down %s", time.Since(t0).Round(time.Millisecond)), false, nil
-		case faultTerminate:
-			return h.db.terminateBurst(f.target)
-		default:
-			return h.db.exhaust(f.hold)
+	case faultPGRestart:
+		if err := h.pg.Restart(); err != nil {
+			return "", false, err
 		}
+		return "stopped at once and started again", false, nil
+	case faultTerminate:
+		return h.db.terminateBurst(f.target)
+	case faultExhaust:
+		return h.db.exhaust(f.hold)
 	case faultHorizon:
 		return h.db.pinHorizon(f.hold)
 	case faultWorkerKill:

@@ -28,6 +28,9 @@ type evidence struct {
 	// exec worker's instance) to its registered id, the lease owner the
 	// journal names.
 	workerOf map[string]string
+	// transitions are the database's record of every job's state
+	// changes, timed by their commits.
+	transitions map[uuid.UUID][]transition
 }
 
 // jobRecord is a job at the end, with its journal.
@@ -60,6 +63,10 @@ func (h *harness) gather(sub *submitter, specs []jobSpec, quiet time.Time) *evid
 	}
 	ctx, cancel := context.WithTimeout(h.ctx, 5*time.Minute)
 	defer cancel()
+	var err error
+	if ev.transitions, err = h.transitions(ctx); err != nil {
+		h.errorf("the jobs' transitions: %v", err)
+	}
 	for _, q := range []string{queueRemoteA, queueRemoteB, queueInproc} {
 		opts := client.ListOptions{Queue: q, Limit: 200}
 		for {
