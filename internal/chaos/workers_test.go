@@ -235,14 +235,14 @@ type goWorker struct {
 	done     chan error
 }
 
-// newGoWorker starts a Go SDK worker over both remote queues.
-func newGoWorker(h *harness, who, workerID, key string) (*goWorker, error) {
+// newGoWorker starts a Go SDK worker over queues.
+func newGoWorker(h *harness, who, workerID, key string, queues []string) (*goWorker, error) {
 	c, err := client.New("http://jobd.chaos", key, client.WithHTTPClient(h.front.client(who)))
 	if err != nil {
 		return nil, err
 	}
 	w := client.NewWorker(c, client.WorkerConfig{
-		Queues: []string{queueRemoteA, queueRemoteB}, Concurrency: 4,
+		Queues: queues, Concurrency: 4,
 		ClaimWait: 2 * time.Second, HeartbeatInterval: time.Second, ShutdownTimeout: 3 * time.Second,
 		Logger: h.workerLogger(who),
 	})

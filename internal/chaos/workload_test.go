@@ -15,10 +15,9 @@ import (
 	"github.com/jobd/jobd/client"
 )
 
-// The queues of the run: the remote workers claim both remote queues
-// (the Go workers A then B, the exec workers B then A: a claim over
-// several queues is one transaction), the nodes' own pools the inproc
-// one. One small set of lock keys spans all three, so that a key is
+// The queues of the run: the remote workers claim the remote queues
+// (see goQueues; the exec workers B then A), the nodes' own pools the
+// inproc one. One small set of lock keys spans all three, so that a key is
 // contended between remote workers and nodes alike.
 const (
 	queueRemoteA = "remote-a"
