@@ -59,10 +59,12 @@ type exchange struct {
 	problem string // an error answer's problem type
 	detail  string
 	err     string
-	// claimed are the jobs a claim was handed; lost the leases a
-	// heartbeat was told it no longer holds.
+	// claimed are the jobs a claim was handed; lost the leases (their
+	// tokens) a heartbeat was told it no longer holds.
 	claimed []claimed
 	lost    []uuid.UUID
+	// beat are the leases a heartbeat presented, by job.
+	beat map[uuid.UUID]uuid.UUID
 }
 
 // claimed is a job as a claim handed it to a worker.
@@ -142,12 +144,21 @@ func (f *front) roundTrip(who string, r *http.Request) (*http.Response, error) {
 	}
 	ex := exchange{who: who, sent: time.Now()}
 	ex.route, ex.job = routeOf(r.Method, r.URL.Path)
-	if ex.job != uuid.Nil {
+	switch {
+	case ex.job != uuid.Nil:
 		var lease struct {
 			LeaseToken uuid.UUID `json:"lease_token"`
 		}
 		_ = json.Unmarshal(body, &lease)
 		ex.token = lease.LeaseToken
+	case ex.route == routeHeartbeat:
+		var hb api.HeartbeatRequest
+		if json.Unmarshal(body, &hb) == nil && len(hb.Leases) > 0 {
+			ex.beat = make(map[uuid.UUID]uuid.UUID, len(hb.Leases))
+			for _, l := range hb.Leases {
+				ex.beat[l.ID] = l.LeaseToken
+			}
+		}
 	}
 	f.mu.Lock()
 	cut := f.partitioned[who]
@@ -223,7 +234,7 @@ func (ex *exchange) read(b []byte) {
 		if json.Unmarshal(b, &hr) == nil {
 			for _, l := range hr.Leases {
 				if !l.Held {
-					ex.lost = append(ex.lost, l.ID)
+					ex.lost = append(ex.lost, ex.beat[l.ID])
 				}
 			}
 		}

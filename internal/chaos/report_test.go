@@ -2,10 +2,13 @@ package chaos
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/jobd/jobd/api"
 )
@@ -158,18 +161,22 @@ func (f figures) log(t *testing.T) {
 	b.WriteString(faults.lines("    "))
 
 	var fives, noAnswer, lost counter
-	heartbeatLost := 0
+	lostLeases := make(map[uuid.UUID]bool) // by token
 	for _, ex := range ev.exchanges {
 		side := sideOf(ex.who)
 		switch {
 		case ex.status >= 500:
-			fives.add(fmt.Sprintf("%s, %s: %d %s", side, ex.route, ex.status, strings.TrimPrefix(ex.problem, "https://jobd.dev/problems/")))
+			fives.add(fmt.Sprintf("%s, %s: %d %s, during %s", side, ex.route, ex.status,
+				strings.TrimPrefix(ex.problem, "https://jobd.dev/problems/"), f.during(ex.sent, databaseFaults)))
 		case ex.status == 0:
-			noAnswer.add(fmt.Sprintf("%s, %s: %s", side, ex.route, transportCause(ex.err)))
+			noAnswer.add(fmt.Sprintf("%s, %s: %s, during %s", side, ex.route, transportCause(ex.err), f.during(ex.sent, transportFaults)))
 		case ex.problem == api.ProblemLeaseLost:
 			lost.add(fmt.Sprintf("%s, %s: 409 lease-lost", side, ex.route))
+			lostLeases[ex.token] = true
 		}
-		heartbeatLost += len(ex.lost)
+		for _, token := range ex.lost {
+			lostLeases[token] = true
+		}
 	}
 	p("  5xx answers (the client retries each 503 after its Retry-After):")
 	b.WriteString(fives.lines("    "))
@@ -185,7 +192,8 @@ func (f figures) log(t *testing.T) {
 	}
 	p("  requests without an answer:")
 	b.WriteString(noAnswer.lines("    "))
-	p("  leases lost: %d reported by heartbeats (held: false), %d rescued by the reapers; refused calls:", heartbeatLost, f.checked.ends["rescued"])
+	p("  leases lost: %d that workers learnt of (a heartbeat's held: false, or a 409 lease-lost), %d rescued by the reapers; calls refused for a lost lease:",
+		len(lostLeases), f.checked.ends["rescued"])
 	b.WriteString(lost.lines("    "))
 	p("  outcomes of remote workers in the journals: %d accepted (2xx), %d applied though their worker never had a 2xx (no answer, or a 503 as the database went away)",
 		f.checked.accepted, f.checked.unacknowledged)
@@ -201,6 +209,33 @@ func (f figures) log(t *testing.T) {
 		p("    +%-8s %-22s %s (took %s)", r.start.Sub(f.start).Round(100*time.Millisecond), r.kind, status, r.end.Sub(r.start).Round(time.Millisecond))
 	}
 	t.Log(b.String())
+}
+
+// The faults that may explain an error answer, and a request without an
+// answer.
+var (
+	databaseFaults  = []faultKind{faultPGRestart, faultTerminate, faultExhaust, faultHorizon}
+	transportFaults = []faultKind{faultNodeKill, faultPartition, faultWorkerKill, faultWorkerHang, faultWorkerTerm}
+)
+
+// during names the faults among kinds under way when a request was sent
+// at t (from their start to a second after their recovery): its likely
+// reason.
+func (f figures) during(t time.Time, kinds []faultKind) string {
+	var names []string
+	for _, r := range f.injections {
+		if !slices.Contains(kinds, r.kind) || slices.Contains(names, string(r.kind)) {
+			continue
+		}
+		if !t.Before(r.start) && t.Before(r.end.Add(time.Second)) {
+			names = append(names, string(r.kind))
+		}
+	}
+	if len(names) == 0 {
+		return "no such fault"
+	}
+	sort.Strings(names)
+	return strings.Join(names, "+")
 }
 
 func mapSet(m map[string]int, k string, v int) map[string]int {
