@@ -74,7 +74,7 @@ func planFaults(cfg config) []fault {
 	for r := range rounds {
 		base := time.Duration(r) * round
 		// Nodes: one killed every 3 to 6 s, down for up to 1.5 s.
-		for at := base + between(time.Second, 3*time.Second); at < base+round-4*time.Second; at += between(3*time.Second, 6*time.Second) {
+		for at := base + between(time.Second, 3*time.Second); at < base+round-6*time.Second; at += between(3*time.Second, 6*time.Second) {
 			plan = append(plan, fault{kind: faultNodeKill, at: at, target: rng.IntN(nodeCount),
 				hold: between(200*time.Millisecond, 1500*time.Millisecond)})
 		}
@@ -100,13 +100,22 @@ func planFaults(cfg config) []fault {
 		plan = append(plan,
 			fault{kind: faultWorkerKill, at: base + between(2*time.Second, round-8*time.Second), target: slots[0],
 				hold: between(time.Second, 3*time.Second)},
-			fault{kind: faultWorkerHang, at: base + between(2*time.Second, round-hangHold-2*time.Second), target: slots[1],
+			fault{kind: faultWorkerHang, at: base + between(2*time.Second, round-hangHold-3*time.Second), target: slots[1],
 				hold: hangHold},
 			fault{kind: faultWorkerTerm, at: base + between(2*time.Second, round-8*time.Second), target: slots[2]},
-			fault{kind: faultPartition, at: base + between(2*time.Second, round-hangHold-2*time.Second), target: rng.IntN(goCount),
+			fault{kind: faultPartition, at: base + between(2*time.Second, round-hangHold-4*time.Second), target: rng.IntN(goCount),
 				hold: hangHold},
 		)
 	}
+	// The end: just before the faults stop, after the last node restart
+	// (each start of a node rescues what expired), an exec worker dies
+	// and a Go worker is cut off. The leases they hold expire after the
+	// faults stopped, and only the nodes' periodic reapers can take them
+	// back: this is what the quiet bound measures.
+	plan = append(plan,
+		fault{kind: faultPartition, at: cfg.window - 2500*time.Millisecond, target: rng.IntN(goCount), hold: 2 * time.Second},
+		fault{kind: faultWorkerKill, at: cfg.window - 2*time.Second, target: rng.IntN(execCount), hold: time.Second},
+	)
 	sort.SliceStable(plan, func(i, j int) bool { return plan[i].at < plan[j].at })
 	return plan
 }

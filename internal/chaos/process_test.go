@@ -34,6 +34,11 @@ func startProcess(bin string, args []string, logPath string, env ...string) (*pr
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Should the test binary die without its cleanups (a timeout's
+	// panic, a kill), its processes die with it. (Pdeathsig follows the
+	// thread that started the process; the Go runtime keeps its threads
+	// unless a goroutine locked to one exits, and this one is not.)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "JOBD_") {
 			cmd.Env = append(cmd.Env, kv)
