@@ -374,7 +374,7 @@ func (ev *evidence) checkLocks(h *harness, holdsOf map[uuid.UUID][]hold, leases 
 	}
 	tokenOf := make(map[runKey]uuid.UUID)
 	for token, l := range leases {
-		tokenOf[runKey{l.who, l.job, l.attempt}] = token
+		tokenOf[runKey(l)] = token
 	}
 	acceptedCall := make(map[uuid.UUID]exchange)
 	for _, ex := range ev.exchanges {

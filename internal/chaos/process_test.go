@@ -90,15 +90,6 @@ func (p *process) stop(grace time.Duration) (stopped bool, err error) {
 	}
 }
 
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // processes keeps every process the harness started, so that the test's
 // end kills those still running.
 type processes struct {

@@ -64,21 +64,35 @@ type counter struct {
 }
 
 func (c *counter) add(k string) {
+	c.addN(k, 1)
+}
+
+func (c *counter) addN(k string, n int) {
 	if c.n == nil {
 		c.n = make(map[string]int)
 	}
-	if c.n[k] == 0 {
+	if _, seen := c.n[k]; !seen {
 		c.order = append(c.order, k)
 	}
-	c.n[k]++
+	c.n[k] += n
 }
 
+// lines lists the counts, the largest first.
 func (c *counter) lines(indent string) string {
-	if len(c.order) == 0 {
-		return indent + "none\n"
-	}
 	keys := append([]string(nil), c.order...)
 	sort.SliceStable(keys, func(i, j int) bool { return c.n[keys[i]] > c.n[keys[j]] })
+	return c.linesOf(indent, keys)
+}
+
+// linesInOrder lists the counts in their first order.
+func (c *counter) linesInOrder(indent string) string {
+	return c.linesOf(indent, c.order)
+}
+
+func (c *counter) linesOf(indent string, keys []string) string {
+	if len(keys) == 0 {
+		return indent + "none\n"
+	}
 	var b strings.Builder
 	for _, k := range keys {
 		fmt.Fprintf(&b, "%s%6d  %s\n", indent, c.n[k], k)
@@ -137,14 +151,17 @@ func (f figures) log(t *testing.T) {
 			if k == "" {
 				name = "still open"
 			}
-			ends.n, ends.order = mapSet(ends.n, name, n), append(ends.order, name)
+			ends.addN(name, n)
 		}
 	}
 	p("  claims in the journals: %d, ended by:", f.checked.spans)
-	b.WriteString(ends.lines("    "))
+	b.WriteString(ends.linesInOrder("    "))
 	p("  executions the workers recorded: %d by Go workers, %d by exec workers", goRuns, execRuns)
 
 	var faults counter
+	for _, k := range faultKinds {
+		faults.addN(string(k), 0)
+	}
 	for _, r := range f.injections {
 		k := string(r.kind)
 		if r.skipped {
@@ -158,7 +175,7 @@ func (f figures) log(t *testing.T) {
 		failed += n.failedStarts
 	}
 	p("  faults injected (%d node starts, %d of which exited before serving: their database could not be reached):", starts, failed)
-	b.WriteString(faults.lines("    "))
+	b.WriteString(faults.linesInOrder("    "))
 
 	var fives, noAnswer, lost counter
 	lostLeases := make(map[uuid.UUID]bool) // by token
@@ -236,14 +253,6 @@ func (f figures) during(t time.Time, kinds []faultKind) string {
 	}
 	sort.Strings(names)
 	return strings.Join(names, "+")
-}
-
-func mapSet(m map[string]int, k string, v int) map[string]int {
-	if m == nil {
-		m = make(map[string]int)
-	}
-	m[k] = v
-	return m
 }
 
 // submissions counts the answers the submitters had.
