@@ -117,12 +117,27 @@ type harness struct {
 
 	logMu      sync.Mutex
 	workerLogs *os.File
+
+	errMu  sync.Mutex
+	errors int // errorf's calls
 }
+
+// maxErrors bounds the failures a run prints; the rest are counted.
+const maxErrors = 100
 
 // errorf fails the test with the seed in the message.
 func (h *harness) errorf(format string, args ...any) {
 	h.t.Helper()
-	h.t.Errorf("chaos (seed %d): %s", h.cfg.seed, fmt.Sprintf(format, args...))
+	h.errMu.Lock()
+	h.errors++
+	n := h.errors
+	h.errMu.Unlock()
+	switch {
+	case n <= maxErrors:
+		h.t.Errorf("chaos (seed %d): %s", h.cfg.seed, fmt.Sprintf(format, args...))
+	case n == maxErrors+1:
+		h.t.Errorf("chaos (seed %d): more failures, not shown (their number is in the figures)", h.cfg.seed)
+	}
 }
 
 // workerLogger is the Go worker who's logger, into the run's directory.
@@ -302,6 +317,7 @@ func TestChaos(t *testing.T) {
 	figures{
 		cfg: cfg, began: began, ready: ready, start: start, quiet: quiet, submitted: sub.last,
 		drained: drained, injections: injections, ev: ev, checked: checked, nodes: h.nodes, drain: drain,
+		failures: h.failures(),
 	}.log(t)
 }
 
@@ -310,6 +326,13 @@ func TestChaos(t *testing.T) {
 type drainSample struct {
 	at     time.Time
 	active int64
+}
+
+// failures returns how often errorf was called.
+func (h *harness) failures() int {
+	h.errMu.Lock()
+	defer h.errMu.Unlock()
+	return h.errors
 }
 
 // waitDrained waits until no job is queued or running (the test's

@@ -21,8 +21,9 @@ type checked struct {
 	// journal shows whose worker never had a 2xx answer (none came, or a
 	// 5xx while the database went away as it committed).
 	accepted, unacknowledged int
-	// lockSpans and lockRuns are the claims (journal) and the accepted
-	// executions (workers' records) checked for overlaps under a lock_key.
+	// lockSpans and lockRuns are the claims (the database's record) and
+	// the accepted executions (the workers' records) checked for overlaps
+	// under a lock_key.
 	lockSpans, lockRuns int
 	// latest is how long after the faults stopped the last claim made
 	// before then ended.
@@ -49,14 +50,18 @@ func (ev *evidence) check(h *harness) checked {
 	ev.checkQuiet(h, holdsOf, &c)
 	ev.checkAnswers(h)
 	for _, n := range h.nodes {
+		n.mu.Lock()
 		for _, crash := range n.crashes {
 			h.errorf("node %s crashed: %s", n.name, crash)
 		}
+		n.mu.Unlock()
 	}
 	for _, w := range h.execs {
+		w.mu.Lock()
 		for _, crash := range w.crashes {
 			h.errorf("exec worker %d: %s", w.slot, crash)
 		}
+		w.mu.Unlock()
 	}
 	return c
 }

@@ -23,6 +23,7 @@ type figures struct {
 	checked                                        checked
 	nodes                                          []*node
 	drain                                          []drainSample
+	failures                                       int
 }
 
 // sideOf names the kind of caller who is.
@@ -111,7 +112,8 @@ func (f figures) log(t *testing.T) {
 		return to.Sub(from).Round(time.Millisecond).String()
 	}
 	ev := f.ev
-	p("chaos figures, seed %d (JOBD_CHAOS_SEED=%d JOBD_CHAOS_DURATION=%s):", f.cfg.seed, f.cfg.seed, f.cfg.window)
+	p("chaos figures, seed %d (JOBD_CHAOS_SEED=%d JOBD_CHAOS_DURATION=%s): %d failures",
+		f.cfg.seed, f.cfg.seed, f.cfg.window, f.failures)
 	p("  time: setup %s (build, PostgreSQL, nodes, workers); load and faults %s; last fault recovered at +%s; last submission answered at +%s",
 		since(f.began, f.ready), f.cfg.window, since(f.start, f.quiet), since(f.start, f.submitted))
 	p("  drain: every job final %s after the last fault recovered (%s after the last submission); total wall time %s",
@@ -214,7 +216,8 @@ func (f figures) log(t *testing.T) {
 	b.WriteString(lost.lines("    "))
 	p("  outcomes of remote workers in the journals: %d accepted (2xx), %d applied though their worker never had a 2xx (no answer, or a 503 as the database went away)",
 		f.checked.accepted, f.checked.unacknowledged)
-	p("  lock_key exclusion checked over %d journal claims and %d accepted executions", f.checked.lockSpans, f.checked.lockRuns)
+	p("  lock_key exclusion checked over %d claims (timed by their commits) and %d executions whose outcome was accepted",
+		f.checked.lockSpans, f.checked.lockRuns)
 	p("  the last claim made before the faults stopped ended %s after they stopped (bound %s)",
 		f.checked.latest.Round(time.Millisecond), leaseTTL+reaperInterval+quietSlack)
 	p("  the faults, in order:")
