@@ -96,7 +96,7 @@ type harness struct {
 	// ctx ends when the test does.
 	ctx context.Context
 	// dir holds the binary, the logs and the exec workers' records; it is
-	// kept when the test fails.
+	// kept when the test fails, or when JOBD_CHAOS_KEEP is set.
 	dir    string
 	jobd   string
 	script string
@@ -165,7 +165,7 @@ func newHarness(t *testing.T, cfg config) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if t.Failed() {
+		if t.Failed() || os.Getenv("JOBD_CHAOS_KEEP") != "" {
 			t.Logf("chaos: the logs and records of the run are kept in %s", dir)
 			return
 		}

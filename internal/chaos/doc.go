@@ -20,4 +20,7 @@
 //	go test ./internal/chaos                                      # the short run of CI
 //	JOBD_CHAOS_DURATION=15m go test ./internal/chaos -run TestChaos -v -timeout 30m
 //	JOBD_CHAOS_SEED=N go test ./internal/chaos -run TestChaos -v   # the same faults and jobs again
+//
+// A failed run keeps its logs and records (and any run, with
+// JOBD_CHAOS_KEEP=1) in the directory it names.
 package chaos
