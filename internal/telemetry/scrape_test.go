@@ -148,16 +148,19 @@ func testScrape(t *testing.T, st store.Store) {
 			t.Fatal("the outcomes did not come")
 		}
 	}
+	// The snapshot's age is the truth at some instant of the refresh:
+	// between these two.
+	ageBefore := time.Since(oldest).Seconds()
 	if err := health.Refresh(ctx); err != nil {
 		t.Fatalf("refresh: %v", err)
 	}
+	ageAfter := time.Since(oldest).Seconds()
 
 	// Without a credential: 401.
 	if resp, err := http.Get(srv.URL + "/metrics"); err != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("GET /metrics without a credential: %v %v", resp, err)
 	}
 	text, families := scrape(t, srv.URL)
-	age := time.Since(oldest).Seconds()
 	stop()
 	if err := <-done; err != nil {
 		t.Fatalf("engine: %v", err)
@@ -188,8 +191,8 @@ func testScrape(t *testing.T, st store.Store) {
 		}
 	}
 	got, ok := value(families, "jobd_queue_oldest_available_age_seconds", map[string]string{"queue": "idle"})
-	if !ok || got < age-1 || got > age+1 {
-		t.Errorf("oldest available age %v (found %v), want %v within a second", got, ok, age)
+	if !ok || got < ageBefore-1 || got > ageAfter+1 {
+		t.Errorf("oldest available age %v (found %v), want within a second of %v..%v (the refresh)", got, ok, ageBefore, ageAfter)
 	}
 	if got, ok := value(families, "jobd_maintenance_leader", nil); !ok || (got != 0 && got != 1) {
 		t.Errorf("jobd_maintenance_leader %v (found %v)", got, ok)
