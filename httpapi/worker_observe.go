@@ -89,7 +89,9 @@ func (s *server) finished(ctx context.Context, out store.Outcome, res store.Fini
 		s.log.DebugContext(ctx, "api: a remote worker's outcome", "job_id", out.ID, "outcome", o.String(),
 			"state", res.State, "request_id", RequestID(ctx))
 	}
-	n, ok := s.claims.take(out.Lease)
+	// The notes are keyed by the claim (job and token); the outcome's
+	// lease names its owner too, the calling worker.
+	n, ok := s.claims.take(store.Lease{ID: out.ID, Token: out.Token})
 	if !ok {
 		if res.Lost {
 			return
