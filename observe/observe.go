@@ -97,6 +97,9 @@ type Jobs interface {
 	// Rescued records jobs whose expired leases this node's reaper took
 	// back.
 	Rescued(jobs int)
+	// TimedOut records jobs whose attempts passed their deadline that
+	// this node's reaper ended (job.TimeOut).
+	TimedOut(jobs int)
 }
 
 // KindRecorder records the executions of the jobs of one queue and kind.
@@ -107,6 +110,10 @@ type KindRecorder interface {
 	// Finished records an execution's outcome, ran after it started (a
 	// negative ran when that is not known).
 	Finished(o Outcome, ran time.Duration)
+	// Abandoned records a handler still running past its job's deadline
+	// and the engine's grace, which the engine stopped counting against
+	// its pool.
+	Abandoned()
 }
 
 // HTTP records the HTTP API's requests.
@@ -257,6 +264,12 @@ func (Nop) FinishBatch(int, time.Duration) {}
 
 // Rescued does nothing.
 func (Nop) Rescued(int) {}
+
+// TimedOut does nothing.
+func (Nop) TimedOut(int) {}
+
+// Abandoned does nothing.
+func (Nop) Abandoned() {}
 
 // Started does nothing.
 func (Nop) Started(time.Duration) {}

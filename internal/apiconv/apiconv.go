@@ -41,8 +41,24 @@ func Job(j *job.Job) api.Job {
 		FinishedAt:      UTC(j.FinishedAt),
 		UpdatedAt:       j.UpdatedAt.UTC(),
 		TraceParent:     j.TraceParent,
+		Schedule:        j.Schedule,
+		ScheduledFor:    UTC(j.ScheduledFor),
+		Timeout:         durationOrNull(j.Timeout),
+		Deadline:        UTC(j.Deadline),
+		Rerun:           j.Rerun,
+		PreviousState:   api.State(j.PreviousState),
+		PreviousResult:  j.PreviousResult,
 		CallbackURL:     j.CallbackURL,
 	}
+}
+
+// durationOrNull shows a duration, or null for none.
+func durationOrNull(d time.Duration) *api.Duration {
+	if d <= 0 {
+		return nil
+	}
+	v := api.Duration(d)
+	return &v
 }
 
 // Progress shows a job's progress on the wire.

@@ -2,6 +2,7 @@ package pgtest
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -17,10 +18,13 @@ type Cluster struct {
 // NewCluster starts a cluster for t from the machine's binaries (initdb
 // into a temporary directory, a free loopback port), even when
 // JOBD_TEST_DATABASE_URL names a server: an outage must not be the shared
-// server's. t fails when none can be had.
-func NewCluster(t testing.TB) *Cluster {
+// server's. settings are server settings as "name=value" (no spaces),
+// beyond or instead of the throwaway clusters' own (max_connections=300,
+// fsync, synchronous_commit and full_page_writes off). t fails when none
+// can be had.
+func NewCluster(t testing.TB, settings ...string) *Cluster {
 	t.Helper()
-	c, err := startCluster()
+	c, err := startCluster(settings...)
 	if err != nil {
 		t.Fatalf("pgtest: a PostgreSQL cluster of the test's own is required: %v", err)
 	}
@@ -44,10 +48,17 @@ func (cl *Cluster) URL() string { return cl.c.url }
 // immediate): open connections are cut, new ones are refused.
 func (cl *Cluster) Stop(t testing.TB) {
 	t.Helper()
+	if err := cl.stopNow(); err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+}
+
+func (cl *Cluster) stopNow() error {
 	out, err := cl.c.run("pg_ctl", "-D", filepath.Join(cl.c.dir, "data"), "-m", "immediate", "-w", "stop")
 	if err != nil {
-		t.Fatalf("pgtest: pg_ctl stop: %v: %s", err, out)
+		return fmt.Errorf("pg_ctl stop: %v: %s", err, out)
 	}
+	return nil
 }
 
 // Start starts the stopped server again, on the same port, and waits
@@ -57,4 +68,16 @@ func (cl *Cluster) Start(t testing.TB) {
 	if err := cl.c.start(); err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
+}
+
+// Restart does what pg_ctl restart -m immediate does: the server stops
+// at once, as a crash would, and starts again on the same port; Restart
+// returns once it accepts connections (after its crash recovery). It
+// returns its error instead of failing the test, so that a goroutine of
+// the test may call it (a fault injector's).
+func (cl *Cluster) Restart() error {
+	if err := cl.stopNow(); err != nil {
+		return err
+	}
+	return cl.c.start()
 }

@@ -269,7 +269,9 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func startCluster() (*cluster, error) {
+// startCluster makes and starts a cluster; settings ("name=value") are
+// server settings beyond (or instead of) the defaults below.
+func startCluster(settings ...string) (*cluster, error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, err
@@ -312,6 +314,9 @@ func startCluster() (*cluster, error) {
 		"-c", "max_connections=300", "-c", "shared_buffers=128MB",
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 	}, " ")
+	for _, s := range settings {
+		c.opts += " -c " + s
+	}
 	if err := c.start(); err != nil {
 		return nil, err
 	}

@@ -66,3 +66,31 @@ func TestTemplateCopies(t *testing.T) {
 		t.Fatalf("rows: %d in the written copy, %d in the other; want 2 and 1", na, nb)
 	}
 }
+
+// TestClusterRestart: what committed before an immediate restart is
+// there after it, and the server answers again on the same URL, with
+// the settings the cluster was made with.
+func TestClusterRestart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cl := NewCluster(t, "max_connections=42")
+	if err := exec1(ctx, cl.URL(), "CREATE TABLE t (n int); INSERT INTO t VALUES (42)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, cl.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT n FROM t").Scan(&n); err != nil || n != 42 {
+		t.Fatalf("after the restart: n = %d, %v; want 42", n, err)
+	}
+	var max string
+	if err := conn.QueryRow(ctx, "SHOW max_connections").Scan(&max); err != nil || max != "42" {
+		t.Fatalf("after the restart: max_connections %q, %v; want 42", max, err)
+	}
+}

@@ -124,6 +124,56 @@ func (r recorder) JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error) 
 	return r.st.JobRetry(ctx, id)
 }
 
+func (r recorder) JobRerun(ctx context.Context, id uuid.UUID, params store.RerunParams) (*job.Job, error) {
+	note(ctx, "JobRerun")
+	return r.st.JobRerun(ctx, id, params)
+}
+
+func (r recorder) JobTimeOut(ctx context.Context, params store.TimeOutParams) (int, error) {
+	note(ctx, "JobTimeOut")
+	return r.st.JobTimeOut(ctx, params)
+}
+
+func (r recorder) ScheduleGet(ctx context.Context, name string) (*store.Schedule, error) {
+	note(ctx, "ScheduleGet")
+	return r.st.ScheduleGet(ctx, name)
+}
+
+func (r recorder) ScheduleLock(ctx context.Context, name string) (*store.Schedule, error) {
+	note(ctx, "ScheduleLock")
+	return r.st.ScheduleLock(ctx, name)
+}
+
+func (r recorder) ScheduleList(ctx context.Context) ([]store.Schedule, error) {
+	note(ctx, "ScheduleList")
+	return r.st.ScheduleList(ctx)
+}
+
+func (r recorder) ScheduleDue(ctx context.Context, now time.Time, limit int) ([]store.Schedule, error) {
+	note(ctx, "ScheduleDue")
+	return r.st.ScheduleDue(ctx, now, limit)
+}
+
+func (r recorder) SchedulePut(ctx context.Context, s store.Schedule) (*store.Schedule, error) {
+	note(ctx, "SchedulePut")
+	return r.st.SchedulePut(ctx, s)
+}
+
+func (r recorder) ScheduleDelete(ctx context.Context, name string) error {
+	note(ctx, "ScheduleDelete")
+	return r.st.ScheduleDelete(ctx, name)
+}
+
+func (r recorder) ScheduleSetPaused(ctx context.Context, name string, paused bool, next time.Time) (*store.Schedule, error) {
+	note(ctx, "ScheduleSetPaused")
+	return r.st.ScheduleSetPaused(ctx, name, paused, next)
+}
+
+func (r recorder) ScheduleAdvance(ctx context.Context, a store.ScheduleAdvance) (bool, error) {
+	note(ctx, "ScheduleAdvance")
+	return r.st.ScheduleAdvance(ctx, a)
+}
+
 func (r recorder) JobRescue(ctx context.Context, limit int) (int, error) {
 	note(ctx, "JobRescue")
 	return r.st.JobRescue(ctx, limit)
@@ -152,6 +202,11 @@ func (r recorder) QueueList(ctx context.Context) ([]store.QueueInfo, error) {
 func (r recorder) QueueHealth(ctx context.Context, params store.HealthParams) (*store.Health, error) {
 	note(ctx, "QueueHealth")
 	return r.st.QueueHealth(ctx, params)
+}
+
+func (r recorder) QueueThroughput(ctx context.Context, since time.Time) ([]store.Throughput, error) {
+	note(ctx, "QueueThroughput")
+	return r.st.QueueThroughput(ctx, since)
 }
 
 func (r recorder) QueueSetPaused(ctx context.Context, queue string, paused bool) error {

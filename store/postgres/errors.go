@@ -38,18 +38,21 @@ func classify(err error) error {
 // unavailableStates are the SQLSTATEs of a server that is going away or
 // not there yet: its connection exceptions (class 08), an administrator's
 // or a crash's shutdown, and a server that is starting up or shutting
-// down.
+// down; and of one that has no connection slot left (for anyone, the
+// role or the database) until others close theirs.
 var unavailableStates = map[string]bool{
 	"57P01": true, // admin_shutdown
 	"57P02": true, // crash_shutdown
 	"57P03": true, // cannot_connect_now
+	"53300": true, // too_many_connections
 }
 
 // unreachable reports whether err says the database could not be reached
 // or dropped the connection: a connection that could not be made (but not
 // one the server refused for a reason of its own, such as a bad password
-// or an unknown database), a server shutting down or starting up, a
-// connection refused, reset, closed or cut mid-answer.
+// or an unknown database), a server shutting down or starting up or out
+// of connection slots, a connection refused, reset, closed or cut
+// mid-answer.
 func unreachable(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {

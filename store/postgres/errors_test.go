@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/url"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/internal/pgtest"
@@ -12,7 +15,8 @@ import (
 )
 
 // TestErrorsMarked: PostgreSQL's errors are marked by their cause (issue
-// 10, defect 8): a server that cannot be reached is store.ErrUnavailable,
+// 10, defect 8): a server that cannot be reached, or has no connection
+// slot left, is store.ErrUnavailable,
 // a value the server refuses (text with NUL, jsonb's \u0000) is
 // store.ErrRefused, and other errors are neither. The outage of a running
 // server is TestDatabaseDownIs503's (httpapi).
@@ -27,6 +31,23 @@ func TestErrorsMarked(t *testing.T) {
 	_, err = Open(ctx, "postgres://postgres@"+addr+"/postgres?sslmode=disable&connect_timeout=5", Options{})
 	if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrRefused) {
 		t.Errorf("Open of a server that is not there: %v, want store.ErrUnavailable", err)
+	}
+
+	// A server out of connection slots (here, for the role) refuses a
+	// session with too_many_connections: unavailable until others close
+	// theirs (found by the chaos tier's connection exhaustion).
+	cl := pgtest.NewCluster(t)
+	if err := exec(ctx, cl.URL(), "CREATE ROLE no_slots LOGIN CONNECTION LIMIT 0"); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(cl.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User("no_slots")
+	_, err = Open(ctx, u.String(), Options{})
+	if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrRefused) {
+		t.Errorf("Open with no connection slot left: %v, want store.ErrUnavailable", err)
 	}
 
 	s := openStore(t, pgtest.NewDatabase(t), clock.Real)
@@ -51,4 +72,15 @@ func TestErrorsMarked(t *testing.T) {
 			}
 		}
 	}
+}
+
+// exec runs one statement on a connection of its own.
+func exec(ctx context.Context, dsn, sql string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql)
+	return err
 }

@@ -121,10 +121,12 @@ func (s *executor) finish(ctx context.Context, r *rounds, outcomes []store.Outco
 	return results, applied{decided: decided, at: at}, nil
 }
 
-// lockHeld runs query, lock_held.sql or lock_expired.sql, in a pinned
-// round of its own: it locks running jobs and returns their facts and the
-// transaction's time.
+// lockHeld runs query, lock_held.sql, lock_expired.sql or
+// lock_timed_out.sql, in a pinned round of its own: it locks running jobs
+// and returns their facts and the transaction's time. lock_timed_out.sql,
+// which reads the jobs' timeouts too, is told by its text.
 func lockHeld(ctx context.Context, r *rounds, query string, args ...any) ([]store.Held, time.Time, error) {
+	withTimeout := query == lockTimedOutSQL
 	var (
 		held []store.Held
 		at   time.Time
@@ -134,10 +136,21 @@ func lockHeld(ctx context.Context, r *rounds, query string, args ...any) ([]stor
 		if err != nil {
 			return err
 		}
-		var h store.Held
-		_, err = pgx.ForEachRow(rows, []any{uuidDest(&h.ID), uuidDest(&h.Token), &h.Queue, &h.Attempt,
-			&h.MaxAttempts, &h.CancelRequested, &h.LeaseOwner, &h.AttemptedAt, &at}, func() error {
+		var (
+			h       store.Held
+			timeout *time.Duration
+		)
+		dest := []any{uuidDest(&h.ID), uuidDest(&h.Token), &h.Queue, &h.Attempt,
+			&h.MaxAttempts, &h.CancelRequested, &h.LeaseOwner, &h.AttemptedAt}
+		if withTimeout {
+			dest = append(dest, &timeout)
+		}
+		_, err = pgx.ForEachRow(rows, append(dest, &at), func() error {
 			h.State = job.StateRunning // the statement's fence
+			h.Timeout = 0
+			if timeout != nil {
+				h.Timeout = *timeout
+			}
 			held = append(held, h)
 			return nil
 		})

@@ -125,9 +125,9 @@ func checkPlans(t *testing.T, conn *pgx.Conn, table string, holdsRows bool) {
 		// by id, see pinnedRound).
 		ordered bool
 	}{
-		{"claim", claimSQL, []string{"NULL", "'q1'", fmt.Sprint(batch), "'me'", "'{}'", "NULL", "'0s'"},
+		{"claim", claimSQL, []string{"NULL", "'q1'", fmt.Sprint(batch), "'me'", "'{}'", "NULL", "'0s'", "NULL"},
 			"jobd_jobs_claim", scansOf, true},
-		{"claim_after", claimAfterSQL, []string{"NULL", "'q1'", fmt.Sprint(batch), "'me'", "'{}'", "NULL", "'0s'",
+		{"claim_after", claimAfterSQL, []string{"NULL", "'q1'", fmt.Sprint(batch), "'me'", "'{}'", "NULL", "'0s'", "NULL",
 			"100", "now()", "'00000000-0000-0000-0000-000000000000'"}, "jobd_jobs_claim", scansOf, true},
 		{"finish_succeeded", finishSucceededSQL, []string{"NULL", arr(ids), arr(tokens), arr(nulls), "'succeeded'", arr(owners)},
 			"jobd_jobs_pkey", lookupBy, true},
@@ -135,9 +135,11 @@ func checkPlans(t *testing.T, conn *pgx.Conn, table string, holdsRows bool) {
 		{"set_state_if_running", setStateIfRunningSQL, []string{"NULL", arr(ids), arr(tokens), arr(states), arr(nulls),
 			arr(zeros), arr(nulls), arr(nulls), arr(nulls), arr(entries), arr(nulls), arr(nulls)}, "jobd_jobs_pkey", lookupBy, true},
 		{"lock_expired", lockExpiredSQL, []string{"NULL", fmt.Sprint(batch)}, "jobd_jobs_lease", lookupBy, true},
+		{"lock_timed_out", lockTimedOutSQL, []string{"NULL", fmt.Sprint(batch)}, "jobd_jobs_lease", lookupBy, true},
 		{"job_lock", jobLockSQL, []string{"NULL", id}, "jobd_jobs_pkey", lookupBy, false},
 		{"job_set_state", jobSetStateSQL, []string{"NULL", id, "'queued'", "NULL", "'canceled'", "NULL", "0", "false",
-			"now()", `'[{"kind":"canceled","at":1,"attempt":0}]'`, "NULL", "false"}, "jobd_jobs_pkey", lookupBy, false},
+			"now()", `'[{"kind":"canceled","at":1,"attempt":0}]'`, "NULL", "false", "NULL", "''", "NULL", "''"},
+			"jobd_jobs_pkey", lookupBy, false},
 		{"job_events", jobEventsSQL, []string{id}, "jobd_jobs_pkey", lookupBy, false},
 		{"heartbeat", heartbeatSQL, []string{"NULL", arr(ids), arr(tokens), arr(owners)}, "jobd_jobs_pkey", lookupBy, true},
 	}

@@ -62,29 +62,35 @@ var (
 	_ store.Executor = (*executor)(nil)
 )
 
-// listenAppName is Listen's connection's application_name, unless the URL
-// sets one.
-const listenAppName = "jobd-listen"
+// The application_name of the store's connections, unless the URL sets
+// one: poolAppName for the pool's, listenAppName for Listen's.
+const (
+	poolAppName   = "jobd"
+	listenAppName = "jobd-listen"
+)
 
 // Open connects to the database at url (a PostgreSQL URL or key=value
 // string) and checks that it answers. It does not migrate: call Migrate.
 // Its connections set random_page_cost to 1.1 unless url sets it (see
-// poolConfig), and Listen's connection names itself jobd-listen.
+// poolConfig), and name themselves, unless url sets application_name,
+// jobd (the pool's) and jobd-listen (Listen's).
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	cfg, err := poolConfig(url, opts)
 	if err != nil {
 		return nil, err
 	}
 	s := &Store{listenTo: cfg.ConnConfig.Copy()}
+	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		// Lets an operator tell jobd's sessions apart in
+		// pg_stat_activity, and the long-lived LISTEN one among them.
+		cfg.ConnConfig.RuntimeParams["application_name"] = poolAppName
+		s.listenTo.RuntimeParams["application_name"] = listenAppName
+	}
 	s.executor = executor{
 		clock:   opts.Clock,
 		dbClock: clock.IsReal(opts.Clock),
 		logger:  opts.Logger,
 		maxArgs: opts.MaxArgsBytes,
-	}
-	if s.listenTo.RuntimeParams["application_name"] == "" {
-		// Lets an operator tell the long-lived LISTEN connection apart.
-		s.listenTo.RuntimeParams["application_name"] = listenAppName
 	}
 	if s.clock == nil {
 		s.clock = clock.Real

@@ -55,6 +55,7 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 			sql.Named("owner", params.Owner),
 			sql.Named("now", tx.now),
 			sql.Named("stamp", tx.stamp),
+			sql.Named("default_timeout_us", nullMicros(params.DefaultTimeout)),
 		)
 		if err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -127,7 +128,7 @@ func finish(ctx context.Context, tx *jobWrite, wake *wakeups, outcomes []store.O
 	if err != nil {
 		return nil, err
 	}
-	held, err := lockHeld(ctx, tx, lockHeldSQL, sql.Named("leases", string(body)))
+	held, err := lockHeld(ctx, tx, lockHeldSQL, sql.Named("leases", string(body)), sql.Named("now", tx.now))
 	if err != nil {
 		return nil, fmt.Errorf("read held leases: %w", err)
 	}
@@ -138,9 +139,12 @@ func finish(ctx context.Context, tx *jobWrite, wake *wakeups, outcomes []store.O
 	return results, setStateIfRunning(ctx, tx, wake, decided)
 }
 
-// lockHeld runs query, lock_held.sql or lock_expired.sql, which reads the
-// facts of running jobs inside the write transaction.
+// lockHeld runs query, lock_held.sql, lock_expired.sql or
+// lock_timed_out.sql, which reads the facts of running jobs inside the
+// write transaction; lock_timed_out.sql, which reads the jobs' timeouts
+// too, is told by its text.
 func lockHeld(ctx context.Context, tx *jobWrite, query string, args ...any) ([]store.Held, error) {
+	withTimeout := query == lockTimedOutSQL
 	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -151,12 +155,18 @@ func lockHeld(ctx context.Context, tx *jobWrite, query string, args ...any) ([]s
 		var (
 			id, token   string
 			attemptedAt sql.NullInt64
+			timeout     sql.NullInt64
 			h           = store.Held{Facts: job.Facts{State: job.StateRunning}} // the statement's fence
 		)
-		if err := rows.Scan(&id, &token, &h.Queue, &h.Attempt, &h.MaxAttempts, &h.CancelRequested,
-			&h.LeaseOwner, &attemptedAt); err != nil {
+		dest := []any{&id, &token, &h.Queue, &h.Attempt, &h.MaxAttempts, &h.CancelRequested,
+			&h.LeaseOwner, &attemptedAt}
+		if withTimeout {
+			dest = append(dest, &timeout)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
+		h.Timeout = time.Duration(timeout.Int64) * time.Microsecond
 		h.AttemptedAt = fromNullMicro(attemptedAt)
 		if h.ID, err = uuid.Parse(id); err != nil {
 			return nil, fmt.Errorf("job id %q: %w", id, err)

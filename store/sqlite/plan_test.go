@@ -53,12 +53,12 @@ func checkPlans(t *testing.T, s *Store) {
 		sql.Named("queue", "q"), sql.Named("now", int64(1)), sql.Named("stamp", int64(1)), sql.Named("scan", 10),
 		sql.Named("limit", 10), sql.Named("before", int64(1)),
 		sql.Named("kind", ""), sql.Named("states", ""), sql.Named("lock_key", ""),
-		sql.Named("partition_key", ""), sql.Named("since", int64(0)),
+		sql.Named("partition_key", ""), sql.Named("idempotency_key", ""), sql.Named("since", int64(0)),
 		sql.Named("after_at", int64(0)), sql.Named("after_id", ""),
 		sql.Named("batch", "[]"), sql.Named("owner", ""),
 		sql.Named("caps", "[]"), sql.Named("worker", nil), sql.Named("window", int64(0)),
 		sql.Named("after", 0), sql.Named("after_priority", nil), sql.Named("after_run_at", nil),
-		sql.Named("leases", "[]"), sql.Named("state", "succeeded"),
+		sql.Named("leases", "[]"), sql.Named("state", "succeeded"), sql.Named("default_timeout_us", nil), sql.Named("low", ""),
 		sql.Named("id", ""), sql.Named("token", ""), sql.Named("result", nil), sql.Named("run_at", nil),
 		sql.Named("attempt", 1), sql.Named("finished_at", nil), sql.Named("last_error", nil),
 		sql.Named("attempted_at", nil), sql.Named("entries", nil), sql.Named("events", "[]"),
@@ -73,9 +73,12 @@ func checkPlans(t *testing.T, s *Store) {
 		{"held leases", lockHeldSQL, []string{"SEARCH j USING INDEX sqlite_autoindex_jobd_jobs_1 (id=?)"}},
 		{"apply decisions", setStateIfRunningSQL, []string{"SEARCH jobd_jobs USING INDEX sqlite_autoindex_jobd_jobs_1 (id=?)"}},
 		{"expired leases", lockExpiredSQL, []string{"USING INDEX jobd_jobs_lease_idx"}},
+		{"timed-out attempts", lockTimedOutSQL, []string{"USING INDEX jobd_jobs_lease_idx"}},
 		{"prune", pruneJobsSQL, []string{"USING INDEX jobd_jobs_finished_idx"}},
 		{"record webhook events", webhookEventsRecordSQL, []string{"SEARCH j USING INDEX sqlite_autoindex_jobd_jobs_1 (id=?)"}},
 		{"feed", jobListFeedSQL, []string{"USING INDEX jobd_jobs_updated_idx"}},
+		{"newest first", jobListNewestSQL, []string{"SEARCH jobd_jobs USING INDEX sqlite_autoindex_jobd_jobs_1 (id>? AND id<?)"}},
+		{"scan bound", jobScanBoundSQL, []string{"SEARCH jobd_jobs USING COVERING INDEX sqlite_autoindex_jobd_jobs_1 (id<?)"}},
 	} {
 		rows, err := conn.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+tc.query, args...)
 		if err != nil {

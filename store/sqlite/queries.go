@@ -11,6 +11,9 @@ var claimCandidatesSQL string
 //go:embed sql/queue_health.sql
 var queueHealthSQL string
 
+//go:embed sql/queue_throughput.sql
+var queueThroughputSQL string
+
 //go:embed sql/batch_prepare.sql
 var batchPrepareSQL string
 
@@ -52,6 +55,9 @@ var jobStampSQL string
 
 //go:embed sql/job_list_feed.sql
 var jobListFeedSQL string
+
+//go:embed sql/job_scan_bound.sql
+var jobScanBoundSQL string
 
 //go:embed sql/job_list_newest.sql
 var jobListNewestSQL string
@@ -97,6 +103,9 @@ var lockExpiredSQL string
 
 //go:embed sql/lock_held.sql
 var lockHeldSQL string
+
+//go:embed sql/lock_timed_out.sql
+var lockTimedOutSQL string
 
 //go:embed sql/migration_applied.sql
 var migrationAppliedSQL string

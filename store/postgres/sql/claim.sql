@@ -1,6 +1,13 @@
 -- Claims up to $3 available jobs of queue $2 for owner $4; $1 now (NULL:
 -- the database's now()); $5 the claimer's capabilities, $6 its worker id
--- (NULL for a node), $7 the prefer window.
+-- (NULL for a node), $7 the prefer window, $8 the queue's default
+-- timeout (NULL: none) for the jobs without one of their own.
+--
+-- An attempt under a timeout gets its deadline (now + the timeout), and
+-- its lease never outlives it: PostgreSQL's least() ignores a NULL
+-- deadline. The claim clears the result: a queued job has none, but for
+-- a re-run's, which stays readable until this claim (and which the
+-- handler receives as previous_result).
 --
 -- The claim writes no journal entry: attempted_at (with lease_owner, the
 -- entry's detail, and the attempt) implies its "claimed" entry until a
@@ -62,7 +69,10 @@ claimed AS (
         attempt = j.attempt + 1,
         lease_token = gen_random_uuid(),
         lease_owner = $4,
-        lease_expires_at = coalesce($1::timestamptz, now()) + j.lease_ttl,
+        lease_expires_at = least(coalesce($1::timestamptz, now()) + j.lease_ttl,
+                                 coalesce($1::timestamptz, now()) + coalesce(j.timeout, $8::interval)),
+        deadline = coalesce($1::timestamptz, now()) + coalesce(j.timeout, $8::interval),
+        result = NULL,
         heartbeat_at = coalesce($1::timestamptz, now()),
         started_at = coalesce(j.started_at, $1::timestamptz, now()),
         attempted_at = coalesce($1::timestamptz, now()),
@@ -80,12 +90,14 @@ claimed AS (
               j.heartbeat_at, j.lock_key, j.partition_key, j.idempotency_key, j.args_hash,
               j.cancel_requested, j.progress, j.checkpoint, j.result, j.last_error,
               j.created_at, j.started_at, j.finished_at, j.updated_at,
-              j.requires, j.prefers, j.attempted_at, j.trace_parent, j.callback_url
+              j.requires, j.prefers, j.attempted_at, j.trace_parent,
+              j.schedule, j.scheduled_for, j.timeout, j.deadline, j.rerun, j.previous_state, j.previous_result, j.callback_url
 )
 SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
        idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
        last_error, created_at, started_at, finished_at, updated_at,
-       requires, prefers, attempted_at, trace_parent, callback_url
+       requires, prefers, attempted_at, trace_parent,
+       schedule, scheduled_for, timeout, deadline, rerun, previous_state, previous_result, callback_url
 FROM claimed
 ORDER BY priority, run_at, id;

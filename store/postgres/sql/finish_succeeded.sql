@@ -5,7 +5,8 @@
 -- its journal entry (state succeeded, finished_at). $1 now, $2 job ids,
 -- $3 lease tokens, $4 results (NULL: none), $5 the state that job.Finish
 -- decides for a success, $6 lease owners ('': not fenced by the owner).
--- Returns only the ids that finished; a missing id lost its lease.
+-- Returns only the ids that finished; a missing id lost its lease (or
+-- its attempt passed its deadline, which ends the lease).
 --
 -- j.id = ANY (ARRAY[o.id]): a probe of the primary key per job whatever
 -- the statistics, never a walk of it (see claim.sql).
@@ -19,6 +20,7 @@ WITH done AS (
         result = o.result,
         lease_token = NULL,
         lease_expires_at = NULL,
+        deadline = NULL,
         finished_at = coalesce($1::timestamptz, now()),
         updated_at = coalesce($1::timestamptz, now())
     FROM unnest($2::uuid[], $3::uuid[], $4::jsonb[], $6::text[]) AS o(id, token, result, owner)
@@ -26,6 +28,7 @@ WITH done AS (
       AND j.state = 'running'
       AND j.lease_token = o.token
       AND (o.owner = '' OR j.lease_owner = o.owner)
+      AND (j.deadline IS NULL OR j.deadline > coalesce($1::timestamptz, now()))
     RETURNING j.id, o.token, j.callback_url, j.queue, j.kind, j.attempt, j.max_attempts,
               j.finished_at
 ),

@@ -6,7 +6,10 @@
 -- $9 finished_at (NULL: cleared), $10 the entries to append to the
 -- journal (a JSON array, job.MarshalJournal; NULL: none), $11
 -- attempted_at (NULL: cleared), $12 whether to tell the running holder to
--- stop.
+-- stop; a rerun's (job.Rerun) $13 new rerun counter (NULL: not a rerun,
+-- and $14..$16 unused), $14 previous state, $15 new args (NULL: kept) and
+-- $16 their args hash ('': none). A rerun keeps the result, readable
+-- until the next claim clears it, and copies it to previous_result.
 --
 -- The lease is left as it is: a job that is not running holds none
 -- (jobd_jobs_lease_held), and a running job asked to stop keeps its
@@ -23,6 +26,11 @@ WITH changed AS (
         cancel_requested = $8::boolean,
         finished_at = $9::timestamptz,
         attempted_at = $11::timestamptz,
+        rerun = coalesce($13::integer, rerun),
+        previous_state = CASE WHEN $13::integer IS NULL THEN previous_state ELSE $14::text END,
+        previous_result = CASE WHEN $13::integer IS NULL THEN previous_result ELSE result END,
+        args = coalesce($15::jsonb, args),
+        args_hash = CASE WHEN $15::jsonb IS NULL THEN args_hash ELSE nullif($16::text, '') END,
         journal = CASE WHEN $10::jsonb IS NULL THEN journal
                        ELSE coalesce(journal, '[]'::jsonb) || $10::jsonb END,
         updated_at = coalesce($1::timestamptz, now())
@@ -58,5 +66,6 @@ SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, le
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
        idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
        last_error, created_at, started_at, finished_at, updated_at,
-       requires, prefers, attempted_at, trace_parent, callback_url
+       requires, prefers, attempted_at, trace_parent,
+       schedule, scheduled_for, timeout, deadline, rerun, previous_state, previous_result, callback_url
 FROM changed, woken, stopped;

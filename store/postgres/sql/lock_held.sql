@@ -1,6 +1,7 @@
--- Locks the jobs whose leases a batch of outcomes names, for JobFinish to
--- decide their transitions in Go (job.Finish) and apply them in the same
--- transaction (set_state_if_running.sql). $1 now; $2 job ids and $3 lease
+-- Locks the jobs whose leases a batch of outcomes names (an attempt past
+-- its deadline holds none), for JobFinish to decide their transitions in
+-- Go (job.Finish) and apply them in the same transaction
+-- (set_state_if_running.sql). $1 now; $2 job ids and $3 lease
 -- tokens, one element per outcome. Only the rows still held (state
 -- running, token current) are locked and returned, in id order (o.id,
 -- which is j.id, but an order the primary key's walk cannot offer) so that
@@ -19,5 +20,6 @@ FROM unnest($2::uuid[], $3::uuid[]) AS o(id, token)
 JOIN jobd_jobs j ON j.id = ANY (ARRAY[o.id])
 WHERE j.state = 'running'
   AND j.lease_token = o.token
+  AND (j.deadline IS NULL OR j.deadline > coalesce($1::timestamptz, now()))
 ORDER BY o.id
 FOR UPDATE OF j;

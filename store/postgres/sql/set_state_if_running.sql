@@ -1,5 +1,5 @@
 -- Applies transitions out of running that Go decided (job.Finish,
--- job.Rescue) for rows this transaction locked, each fenced by the state
+-- job.Rescue, job.TimeOut) for rows this transaction locked, each fenced by the state
 -- and lease token its facts were read with. It decides nothing: every
 -- value comes from the decision. $1 now; one element per job: $2 ids,
 -- $3 lease tokens, $4 new states, $5 run_at (NULL: kept), $6 attempt
@@ -23,6 +23,7 @@ WITH done AS (
         last_error = coalesce(d.last_error, j.last_error),
         lease_token = NULL,
         lease_expires_at = NULL,
+        deadline = NULL,
         attempted_at = d.attempted_at,
         journal = CASE WHEN d.entries IS NULL THEN j.journal
                        ELSE coalesce(j.journal, '[]'::jsonb) || d.entries END,

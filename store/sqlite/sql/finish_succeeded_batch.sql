@@ -6,7 +6,7 @@
 -- success; :batch is a JSON array of {"id", "token", "owner", "result"},
 -- result being the result's JSON text or absent, and owner the lease
 -- owner ('': not fenced by it). Fenced like every finish: a job whose row
--- does not come back had lost its lease; one that comes back with
+-- does not come back had lost its lease (or passed its deadline); one that comes back with
 -- callback true has a callback URL, whose callback the driver records in
 -- the outbox (webhook_events_record.sql) in this same transaction.
 --
@@ -23,6 +23,7 @@ SET state = :state,
     finished_at = :now,
     lease_token = NULL,
     lease_expires_at = NULL,
+    deadline = NULL,
     updated_at = :stamp
 FROM temp.jobd_batch AS b
 WHERE jobd_jobs.id IN (SELECT value ->> 'id' FROM json_each(:batch))
@@ -30,4 +31,5 @@ WHERE jobd_jobs.id IN (SELECT value ->> 'id' FROM json_each(:batch))
   AND jobd_jobs.state = 'running'
   AND jobd_jobs.lease_token = b.v_token
   AND (coalesce(b.v_owner, '') = '' OR jobd_jobs.lease_owner = b.v_owner)
+  AND (jobd_jobs.deadline IS NULL OR jobd_jobs.deadline > :now)
 RETURNING id, callback_url IS NOT NULL AS callback

@@ -1,5 +1,5 @@
 -- Applies transitions out of running that Go decided (job.Finish,
--- job.Rescue), each fenced by the state and lease token its facts were
+-- job.Rescue, job.TimeOut), each fenced by the state and lease token its facts were
 -- read with. It decides nothing: :batch is a JSON array of {"id",
 -- "token", "state", "run_at" (absent: kept), "attempt", "finished_at"
 -- (absent: cleared), "result" (the result's JSON text; absent: kept),
@@ -31,6 +31,7 @@ SET state = d.v_state,
     last_error = coalesce(d.v_last_error, last_error),
     lease_token = NULL,
     lease_expires_at = NULL,
+    deadline = NULL,
     attempted_at = d.v_attempted_at,
     journal = CASE
         WHEN d.v_entries IS NULL THEN journal

@@ -1,4 +1,4 @@
--- 007: webhooks. A job's callback URL; the operators' subscriptions to
+-- 008: webhooks. A job's callback URL; the operators' subscriptions to
 -- alerts; the outbox of the events the transitions record for them; the
 -- alerts' rate limits; the server's settings (the callback secret).
 

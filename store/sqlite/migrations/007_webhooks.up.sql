@@ -1,4 +1,4 @@
--- 006: webhooks. (The PostgreSQL migration 007 says why each is so.)
+-- 007: webhooks. (The PostgreSQL migration 008 says why each is so.)
 -- Event lists are JSON arrays of strings.
 
 ALTER TABLE jobd_jobs ADD COLUMN callback_url TEXT;

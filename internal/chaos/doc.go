@@ -1,0 +1,26 @@
+// Package chaos is jobd's chaos test tier (issue 10). Its one test,
+// TestChaos, runs three `jobd serve` nodes on one PostgreSQL cluster of
+// its own, with remote workers (`jobd worker --exec` processes and Go SDK
+// workers) and a submitting load, while it injects faults on a schedule
+// drawn from a seed: nodes SIGKILLed and restarted every few seconds, an
+// immediate PostgreSQL restart, bursts of pg_terminate_backend on every
+// jobd session, connection exhaustion, a transaction pinning the vacuum
+// horizon, workers that vanish (SIGKILL), hang past their leases
+// (SIGSTOP, or cut off from the network) or shut down. Once the faults
+// stop and the cluster drains, it proves from the workers' own records
+// and the journal that every job finished as it was meant to, that each
+// had exactly one accepted completion, that no two executions under one
+// lock_key overlapped, and that nothing stayed running past its lease
+// plus the reaper interval (and a stated slack) after the faults
+// stopped; then it prints its figures.
+//
+// Everything lives in the test files; this file only names the package.
+// The seed is printed at the start and in every failure:
+//
+//	go test ./internal/chaos                                      # the short run of CI
+//	JOBD_CHAOS_DURATION=15m go test ./internal/chaos -run TestChaos -v -timeout 30m
+//	JOBD_CHAOS_SEED=N go test ./internal/chaos -run TestChaos -v   # the same faults and jobs again
+//
+// A failed run keeps its logs and records (and any run, with
+// JOBD_CHAOS_KEEP=1) in the directory it names.
+package chaos
