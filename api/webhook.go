@@ -15,6 +15,10 @@ const (
 	// EventJobRescued: a running job's lease expired and it was put back
 	// in its queue.
 	EventJobRescued = "job.rescued"
+	// EventJobTimedOut: a job's attempt passed its deadline (its
+	// timeout): it was put back in its queue, or failed for good when it
+	// had no attempt left (then job.failed is sent too).
+	EventJobTimedOut = "job.timed_out"
 	// EventFailurePattern: several jobs of one queue and kind failed for
 	// good within the server's failure window.
 	EventFailurePattern = "failure.pattern"
@@ -31,7 +35,7 @@ const (
 )
 
 // AlertEvents are the alert types a subscription may list.
-var AlertEvents = []string{EventJobFailed, EventJobRescued, EventFailurePattern, EventWorkerOffline, EventQueueBacklog}
+var AlertEvents = []string{EventJobFailed, EventJobRescued, EventJobTimedOut, EventFailurePattern, EventWorkerOffline, EventQueueBacklog}
 
 // The headers of every delivery, per the Standard Webhooks specification
 // (https://www.standardwebhooks.com): the delivery's id (the same on every
@@ -117,7 +121,7 @@ type WebhookPayload struct {
 type AlertData struct {
 	Queue string `json:"queue,omitempty"`
 	Kind  string `json:"kind,omitempty"`
-	// Job is the job of job.failed and job.rescued.
+	// Job is the job of job.failed, job.rescued and job.timed_out.
 	Job *AlertJob `json:"job,omitempty"`
 	// Worker is the worker of worker.offline.
 	Worker *AlertWorker `json:"worker,omitempty"`

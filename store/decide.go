@@ -100,7 +100,7 @@ func DecideTimeOut(held []Held, now time.Time, retryDelay func(queue string, att
 		if err != nil {
 			return nil, fmt.Errorf("time out job %s: %w", h.ID, err)
 		}
-		decided[i] = Decided{Lease: h.Lease, Queue: h.Queue, Transition: t}
+		decided[i] = Decided{Lease: h.Lease, Queue: h.Queue, Transition: t, Alert: AlertOf(t)}
 	}
 	return decided, nil
 }

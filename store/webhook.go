@@ -80,15 +80,23 @@ const (
 	// WebhookJobRescued: a job's lease expired and the reaper put it back
 	// in its queue.
 	WebhookJobRescued = "job.rescued"
+	// WebhookJobTimedOut: a job's attempt passed its deadline (its
+	// timeout); back to the queue, or, when the event's FinishedAt is set,
+	// failed for good.
+	WebhookJobTimedOut = "job.timed_out"
 	// WebhookWorkerOffline: a remote worker was marked offline.
 	WebhookWorkerOffline = "worker.offline"
 )
 
 // AlertOf is the outbox event a transition records, decided here for
-// every driver: WebhookJobFailed for a transition to failed,
-// WebhookJobRescued for a rescue back to the queue, "" for any other.
+// every driver: WebhookJobTimedOut for an attempt that passed its
+// deadline (retried or failed; a failure's event has FinishedAt set),
+// WebhookJobFailed for any other transition to failed, WebhookJobRescued
+// for a rescue back to the queue, "" for any other.
 func AlertOf(t job.Transition) string {
 	switch {
+	case t.Event.Kind == job.EventTimedOut && (t.State == job.StateQueued || t.State == job.StateFailed):
+		return WebhookJobTimedOut
 	case t.State == job.StateFailed:
 		return WebhookJobFailed
 	case t.State == job.StateQueued && t.Event.Kind == job.EventRescued:

@@ -66,6 +66,16 @@ func TestAlertEvents(t *testing.T) {
 			t.Fatalf("job.rescued data = %s", got.Payload.Data)
 		}
 
+		// job.timed_out: an attempt past its deadline (1s), put back in
+		// its queue.
+		slow := n.submit(t, job.InsertParams{Kind: "block", Queue: "work", Timeout: time.Second, MaxAttempts: 2})
+		got = rcv.nextOf(t, api.EventJobTimedOut, &others)
+		verify(t, secret, got)
+		if d := alertData(t, got); d.Queue != "work" || d.Kind != "block" || d.Job == nil || d.Job.ID != slow.ID.String() ||
+			d.Job.Attempt != 1 || d.Job.MaxAttempts != 2 || d.Job.Error != "timed out after 1s" {
+			t.Fatalf("job.timed_out data = %s", got.Payload.Data)
+		}
+
 		// worker.offline: the sweep marks a silent worker offline.
 		h := sha256.Sum256([]byte("k"))
 		if err := n.st.WorkerCreate(t.Context(), store.Worker{ID: "w1", Name: "gpu-1"},

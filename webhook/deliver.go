@@ -215,7 +215,7 @@ func (s *Service) record(event, outcome string, started time.Time) {
 // eventLabel bounds the event label of the metrics to the known types.
 func eventLabel(event string) string {
 	switch event {
-	case api.EventJobFailed, api.EventJobRescued, api.EventFailurePattern, api.EventWorkerOffline,
+	case api.EventJobFailed, api.EventJobRescued, api.EventJobTimedOut, api.EventFailurePattern, api.EventWorkerOffline,
 		api.EventQueueBacklog, api.EventPing, api.EventJobFinished:
 		return event
 	}

@@ -100,6 +100,13 @@ func (s *Service) dispatchOnce(ctx context.Context) (queued int, more bool, err 
 			}
 			a, f := alertsOf(ev, subs)
 			alerts, failures = append(alerts, a...), append(failures, f...)
+			if ev.Type == store.WebhookJobTimedOut && ev.FinishedAt != nil {
+				// The attempt that timed out was the last: failed for good.
+				failed := ev
+				failed.Type = store.WebhookJobFailed
+				a, f := alertsOf(failed, subs)
+				alerts, failures = append(alerts, a...), append(failures, f...)
+			}
 		}
 		limited, err := s.limit(ctx, ex, alerts, failures)
 		if err != nil {
@@ -129,7 +136,7 @@ func alertsOf(ev store.WebhookEvent, subs []store.Webhook) ([]alert, []failure) 
 			a := alert{key: store.WebhookLimitKey{Webhook: sub.ID, Event: ev.Type, Key: ev.Queue}, at: ev.At,
 				data: api.AlertData{Queue: ev.Queue, Kind: ev.Kind}}
 			switch ev.Type {
-			case store.WebhookJobFailed, store.WebhookJobRescued:
+			case store.WebhookJobFailed, store.WebhookJobRescued, store.WebhookJobTimedOut:
 				a.data.Job = &api.AlertJob{ID: ev.JobID.String(), Attempt: ev.Attempt, MaxAttempts: ev.MaxAttempts, Error: ev.Error}
 			case store.WebhookWorkerOffline:
 				a.data.Worker = &api.AlertWorker{ID: ev.WorkerID, Name: ev.WorkerName}

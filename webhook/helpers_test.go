@@ -122,6 +122,10 @@ func startNode(t *testing.T, db database, o options) *node {
 		t.Fatal(err)
 	}
 	engine.Register(eng, "ok", func(ctx context.Context, j *engine.Job[json.RawMessage]) (string, error) { return "done", nil })
+	engine.Register(eng, "block", func(ctx context.Context, j *engine.Job[json.RawMessage]) (string, error) {
+		<-ctx.Done()
+		return "", ctx.Err()
+	})
 	engine.Register(eng, "fail", func(ctx context.Context, j *engine.Job[json.RawMessage]) (string, error) {
 		return "", engine.Permanent(errors.New("boom"))
 	})

@@ -159,8 +159,21 @@ func ParseConfig(raw []byte) ([]ConfigWebhook, error) {
 // the configuration's subscriptions no longer configured are deleted.
 // Subscriptions made through the API are left alone, but for one whose
 // id a configured one takes, which the configuration then owns. Every
-// node of a cluster should be given the same configuration.
+// node of a cluster should be given the same configuration; of nodes
+// that start at once, each writes it in turn.
 func (s *Service) Configure(ctx context.Context, subs []ConfigWebhook) error {
+	var err error
+	for range 3 {
+		// A node that created a subscription first makes this one's
+		// creation a duplicate: the next try replaces it instead.
+		if err = s.configure(ctx, subs); !errors.Is(err, job.ErrDuplicate) {
+			return err
+		}
+	}
+	return err
+}
+
+func (s *Service) configure(ctx context.Context, subs []ConfigWebhook) error {
 	return s.store.InTx(ctx, func(ctx context.Context, ex store.Executor) error {
 		current, err := ex.WebhookList(ctx)
 		if err != nil {

@@ -66,8 +66,15 @@ func TestSubscriptions(t *testing.T) {
 		const cfgSecret = "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LTEyMzQ="
 		configured := []webhook.ConfigWebhook{{ID: "ops", WebhookRequest: api.WebhookRequest{
 			URL: rcv.URL + "/ops", Events: []string{api.EventQueueBacklog}, Secret: cfgSecret}}}
-		if err := n.svc.Configure(ctx, configured); err != nil {
-			t.Fatalf("Configure: %v", err)
+		// Nodes that start at once all write it.
+		errs := make(chan error, 3)
+		for range 3 {
+			go func() { errs <- n.svc.Configure(ctx, configured) }()
+		}
+		for range 3 {
+			if err := <-errs; err != nil {
+				t.Fatalf("Configure: %v", err)
+			}
 		}
 		ops, err := n.svc.Get(ctx, "ops")
 		if err != nil || !ops.Config || ops.Secret != cfgSecret {

@@ -19,6 +19,7 @@ var webhookTests = []test{
 	{"CallbackOnFailureAndRetry", testWebhookCallbackOnFailureAndRetry},
 	{"CallbackOnCancel", testWebhookCallbackOnCancel},
 	{"RescueEvents", testWebhookRescueEvents},
+	{"TimeoutEvents", testWebhookTimeoutEvents},
 	{"WorkerOffline", testWebhookWorkerOffline},
 	{"TakeRollsBack", testWebhookTakeRollsBack},
 	{"TakeConcurrent", testWebhookTakeConcurrent},
@@ -253,6 +254,36 @@ func testWebhookRescueEvents(t *testing.T, e *env) {
 	)
 	for _, ev := range events {
 		wantTime(t, "event time", ev.At, e.now())
+	}
+}
+
+// testWebhookTimeoutEvents: an attempt that passed its deadline records
+// job.timed_out, without FinishedAt when the job goes back to the queue,
+// with it (and the callback) when it failed for good.
+func testWebhookTimeoutEvents(t *testing.T, e *env) {
+	url := "https://caller.example/cb"
+	again := e.insert(t, job.InsertParams{Kind: "k", Queue: "t1", Timeout: time.Minute, LeaseTTL: 5 * time.Minute})
+	last := e.insert(t, job.InsertParams{Kind: "k", Queue: "t2", Timeout: time.Minute, LeaseTTL: 5 * time.Minute,
+		MaxAttempts: 1, CallbackURL: url})
+	e.claimOne(t, "t1")
+	e.claimOne(t, "t2")
+	e.clk.Advance(61 * time.Second)
+	if n := e.timeOut(t, 10, time.Second); n != 2 {
+		t.Fatalf("timed out %d, want 2", n)
+	}
+	events := e.outbox(t)
+	wantEvents(t, "after the time-outs", events,
+		fmt.Sprintf("job.timed_out job=%s t1/k attempt=1/5 error=timed out after 1m0s", again.ID),
+		fmt.Sprintf("job.timed_out job=%s t2/k attempt=1/1 error=timed out after 1m0s", last.ID),
+		fmt.Sprintf("callback job=%s t2/k attempt=1/1 error=timed out after 1m0s url=%s", last.ID, url),
+	)
+	for _, ev := range events {
+		switch {
+		case ev.JobID == again.ID && ev.FinishedAt != nil:
+			t.Fatalf("the retried job's event has finished_at %v", ev.FinishedAt)
+		case ev.JobID == last.ID:
+			wantTimePtr(t, "the failed job's finished_at", ev.FinishedAt, e.now())
+		}
 	}
 }
 
