@@ -165,14 +165,17 @@ func TestReadKeyWritesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if _, _, err := d.api.SetSchedule(context.Background(), "hourly", api.ScheduleRequest{Cron: "@hourly", Job: api.ScheduleJob{Kind: "noop"}}); err != nil {
+			t.Fatal(err)
+		}
 		b := d.browser()
 		b.login(d.key("viewer", api.ScopeRead).Key)
-		for _, path := range []string{"/ui/", "/ui/jobs", "/ui/jobs/" + j.ID.String(), "/ui/workers", "/ui/processes", "/ui/async"} {
+		for _, path := range []string{"/ui/", "/ui/jobs", "/ui/jobs/" + j.ID.String(), "/ui/workers", "/ui/schedules", "/ui/processes", "/ui/async"} {
 			p := b.get(path)
 			if p.status != http.StatusOK {
 				t.Fatalf("GET %s: %d", path, p.status)
 			}
-			for _, write := range []string{`class="write`, `/cancel"`, `/retry"`, `/pause"`, `/disable"`, `/delete"`, `/ui/jobs/bulk`} {
+			for _, write := range []string{`class="write`, `/cancel"`, `/retry"`, `/rerun"`, `/pause"`, `/trigger"`, `/disable"`, `/delete"`, `/ui/jobs/bulk`} {
 				if strings.Contains(p.body, write) {
 					t.Errorf("GET %s as a read key: the page holds %s", path, write)
 				}
@@ -184,6 +187,7 @@ func TestReadKeyWritesNothing(t *testing.T) {
 		for _, action := range []string{
 			"/ui/jobs/" + j.ID.String() + "/cancel", "/ui/queues/default/pause",
 			"/ui/workers/" + w.Worker.ID + "/disable", "/ui/workers/" + w.Worker.ID + "/delete",
+			"/ui/jobs/" + j.ID.String() + "/rerun", "/ui/schedules/hourly/pause",
 		} {
 			if p := b.act("/ui/", action, nil); p.status != http.StatusForbidden {
 				t.Errorf("POST %s as a read key: %d, want 403", action, p.status)

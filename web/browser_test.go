@@ -187,13 +187,14 @@ func waitState(t *testing.T, d *dash, id uuid.UUID, state api.State) {
 }
 
 // TestBrowser drives the dashboard in a real headless Chromium, on each
-// store: log in, see a queue and its counts, pause and resume it, watch
-// a running sleep job's progress bar advance without a reload, cancel
-// the job and see it end canceled, retry it; per-item progress rows
-// follow a remote worker's reports; a forged cross-site post is
-// refused; a read key's pages have no button that writes; the pages fit
-// 375 px, show the browser's time zone and follow its dark theme. With
-// JOBD_UI_SCREENSHOTS=DIR it writes the README's screenshots there.
+// store: log in, see a queue and its counts (which follow a new job),
+// pause and resume it, watch a running sleep job's progress bar advance
+// without a reload, cancel the job and see it end canceled, retry it,
+// re-run it; per-item progress rows follow a remote worker's reports; a
+// forged cross-site post is refused; a read key's pages have no button
+// that writes; the pages fit 375 px, show the browser's time zone and
+// follow its dark theme. With JOBD_UI_SCREENSHOTS=DIR it writes the
+// README's screenshots there.
 func TestBrowser(t *testing.T) {
 	for _, driver := range drivers {
 		// One browser at a time: the machine is small and shared.
@@ -227,6 +228,9 @@ func browserScenario(t *testing.T, st store.Store, screenshots bool) {
 		t.Fatal(err)
 	}
 	if _, err := d.api.CreateWorker(ctx, api.WorkerRequest{Name: "cpu-2", Capabilities: []string{"h264"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := d.api.SetSchedule(ctx, "nightly", api.ScheduleRequest{Cron: "0 3 * * *", Job: api.ScheduleJob{Kind: "noop"}}); err != nil {
 		t.Fatal(err)
 	}
 	wc, err := client.New(d.URL, gpu.APIKey)
@@ -343,6 +347,16 @@ func browserScenario(t *testing.T, st store.Store, screenshots bool) {
 	}
 	// The page follows it to its end (and then stops following it).
 	b.waitFor("the job to end canceled again", `(document.getElementById('job-state') || {}).textContent === 'canceled'`)
+	// Re-run it: queued again, its old state kept as the previous one.
+	b.do(chromedp.Click(chromedp.CSS("#rerun")))
+	b.waitFor("the re-run", `(document.getElementById('job-rerun') || {}).textContent === '1'`)
+	if got := d.job(sleeper.ID.String()); got.Rerun != 1 || got.PreviousState != job.StateCanceled {
+		t.Fatalf("after the re-run the store says re-run %d, previous state %q", got.Rerun, got.PreviousState)
+	}
+	if _, err := d.api.Cancel(ctx, sleeper.ID); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor("the re-run to end canceled", `(document.getElementById('job-state') || {}).textContent === 'canceled'`)
 
 	// Per-item progress rows follow the worker's reports live.
 	b.open(d.URL + "/ui/jobs/" + clip.ID.String())
@@ -386,7 +400,7 @@ func browserScenario(t *testing.T, st store.Store, screenshots bool) {
 	b.waitFor("the login form", `document.getElementById('key') !== null`)
 	b.do(chromedp.SendKeys(chromedp.ID("key"), d.key("viewer", api.ScopeRead).Key))
 	b.click("#login")
-	for _, path := range []string{"/ui/", "/ui/jobs", "/ui/jobs/" + sleeper.ID.String(), "/ui/jobs/" + clip.ID.String(), "/ui/workers", "/ui/async", "/ui/processes"} {
+	for _, path := range []string{"/ui/", "/ui/jobs", "/ui/jobs/" + sleeper.ID.String(), "/ui/jobs/" + clip.ID.String(), "/ui/workers", "/ui/schedules", "/ui/async", "/ui/processes"} {
 		if status := b.open(d.URL + path); status != http.StatusOK {
 			t.Fatalf("GET %s as a read key: %d", path, status)
 		}

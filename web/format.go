@@ -18,6 +18,7 @@ var funcs = template.FuncMap{
 	"time":       timeTag,
 	"duration":   humanDuration,
 	"since":      since,
+	"until":      until,
 	"json":       prettyJSON,
 	"percent":    percent,
 	"items":      itemRows,
@@ -123,6 +124,14 @@ func since(now time.Time, v any) string {
 		return humanDuration(now.Sub(*x)) + " ago"
 	}
 	return ""
+}
+
+// until is how long until t from now ("due" once passed).
+func until(now, t time.Time) string {
+	if !t.After(now) {
+		return "due"
+	}
+	return "in " + humanDuration(t.Sub(now))
 }
 
 // maxShownJSON bounds the JSON a page shows of one value.

@@ -26,6 +26,7 @@ import (
 	"github.com/jobd/jobd/internal/pgtest/migrated"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/process"
+	"github.com/jobd/jobd/schedule"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
 	"github.com/jobd/jobd/store/sqlite"
@@ -103,6 +104,13 @@ func newDash(t testing.TB, st store.Store, o dashOptions) *dash {
 	logger := slog.New(slog.DiscardHandler)
 	apiCfg := httpapi.Config{Store: st, AdminSecret: o.Secret, Logger: logger, PollInterval: 10 * time.Millisecond}
 	cfg := web.Config{Store: st, AdminSecret: o.Secret, Logger: logger, ScanLimit: o.ScanLimit}
+	// The one scheduler the API and the dashboard share, as in jobd serve
+	// (its ticker does not run here).
+	scheduler, err := schedule.New(schedule.Config{Store: st, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiCfg.Schedules, cfg.Schedules = scheduler, scheduler
 	var gw *gateway.Gateway
 	if o.Engine || o.Processor != nil || o.Upstream != nil {
 		queues := []engine.QueueConfig{{Queue: "default", Concurrency: 2}}

@@ -213,6 +213,15 @@ func (s *server) transition(w http.ResponseWriter, r *http.Request, apply func(c
 	return done(w, r, "/ui/jobs/"+id.String(), say(j))
 }
 
+// rerun: POST /ui/jobs/{id}/rerun, as POST /api/v1/jobs/{id}/rerun
+// without new args: the finished job queued again, its result kept as
+// the previous one.
+func (s *server) rerun(w http.ResponseWriter, r *http.Request, v viewer) error {
+	return s.transition(w, r, func(ctx context.Context, id uuid.UUID) (*job.Job, error) {
+		return s.store.JobRerun(ctx, id, store.RerunParams{})
+	}, func(j *job.Job) string { return fmt.Sprintf("Job queued to run again (re-run %d).", j.Rerun) })
+}
+
 // bulk: POST /ui/jobs/bulk, cancel or retry of the selected jobs, each
 // as its API route does; those refused (already final, not failed…) are
 // counted, not fatal.

@@ -3,10 +3,11 @@
 // in the binary (no build step, no CDN, no framework). It is another
 // client of the service layer the HTTP API uses: its reads are the
 // store's read methods the API calls, and each of its actions calls
-// exactly what the matching API handler calls (the store's JobCancel and
-// JobRetry, ops.SetQueuePaused, the store's worker methods, the process
-// runner's Submit, the gateway's DeleteResult); it holds no SQL and no
-// rule of its own. Pages read without JavaScript; the script localises
+// exactly what the matching API handler calls (the store's JobCancel,
+// JobRetry and JobRerun, ops.SetQueuePaused, the scheduler's Pause,
+// Resume and Trigger, the store's worker methods, the process runner's
+// Submit, the gateway's DeleteResult); it holds no SQL and no rule of its
+// own. Pages read without JavaScript; the script localises
 // times, follows a job's progress over its event stream and refreshes
 // the overview's counts from one summary endpoint.
 //
@@ -30,6 +31,7 @@ import (
 	"github.com/jobd/jobd/gateway"
 	"github.com/jobd/jobd/httpapi"
 	"github.com/jobd/jobd/process"
+	"github.com/jobd/jobd/schedule"
 	"github.com/jobd/jobd/store"
 )
 
@@ -69,6 +71,9 @@ type Config struct {
 	Processes *process.Runner
 	// Async is the async gateway; nil when there is none.
 	Async *gateway.Gateway
+	// Schedules applies the rules of the periodic schedules (the one the
+	// API uses); nil: the dashboard shows none.
+	Schedules *schedule.Scheduler
 	// SessionTTL is how long a login lasts; default 12h.
 	SessionTTL time.Duration
 	// ThroughputWindow is how far back the overview's chart goes, by the
@@ -167,6 +172,13 @@ func (s *server) routes() http.Handler {
 	mux.HandleFunc("POST /ui/jobs/{id}/cancel", s.action(scopeAdmin, s.cancel))
 	mux.HandleFunc("POST /ui/jobs/{id}/retry", s.action(scopeAdmin, s.retry))
 
+	mux.HandleFunc("POST /ui/jobs/{id}/rerun", s.action(scopeAdmin, s.rerun))
+
+	mux.HandleFunc("GET /ui/schedules", s.page(s.schedules))
+	mux.HandleFunc("POST /ui/schedules/{name}/pause", s.action(scopeAdmin, s.pauseSchedule))
+	mux.HandleFunc("POST /ui/schedules/{name}/resume", s.action(scopeAdmin, s.resumeSchedule))
+	mux.HandleFunc("POST /ui/schedules/{name}/trigger", s.action(scopeAdmin, s.triggerSchedule))
+
 	mux.HandleFunc("GET /ui/workers", s.page(s.workers))
 	mux.HandleFunc("POST /ui/workers/{id}/disable", s.action(scopeAdmin, s.disableWorker))
 	mux.HandleFunc("POST /ui/workers/{id}/enable", s.action(scopeAdmin, s.enableWorker))
@@ -212,7 +224,7 @@ func staticHandler(files fs.FS) http.Handler {
 // parsePages parses each page's template with the layout.
 func parsePages() (map[string]*template.Template, error) {
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"overview", "jobs", "job", "workers", "processes", "process", "async", "login", "error"} {
+	for _, name := range []string{"overview", "jobs", "job", "schedules", "workers", "processes", "process", "async", "login", "error"} {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web: template %s: %w", name, err)

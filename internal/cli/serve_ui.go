@@ -14,8 +14,8 @@ import (
 // withDashboard serves the dashboard at /ui/ (and redirects / there)
 // beside api, the API's handler (with the gateway's routes, if any),
 // which serves every other path. The dashboard reads what the API reads
-// (apiCfg's store, processes and secret), the node's queue health
-// snapshot and its maintenance leadership.
+// (apiCfg's store, processes, schedules and secret), the node's queue
+// health snapshot and its maintenance leadership.
 func withDashboard(apiCfg httpapi.Config, api http.Handler, health *telemetry.Health, eng *engine.Engine,
 	gw *gateway.Gateway, logger *slog.Logger) (http.Handler, error) {
 	stream, err := httpapi.NewJobStream(apiCfg)
@@ -25,7 +25,8 @@ func withDashboard(apiCfg httpapi.Config, api http.Handler, health *telemetry.He
 	ui, err := web.New(web.Config{
 		Store: apiCfg.Store, AdminSecret: apiCfg.AdminSecret, JobStream: stream,
 		Health: health.Snapshot, Leading: eng.Leading, Processes: apiCfg.Processes, Async: gw,
-		Logger: logger,
+		Schedules: apiCfg.Schedules,
+		Logger:    logger,
 	})
 	if err != nil {
 		return nil, err
