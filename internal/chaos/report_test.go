@@ -186,9 +186,9 @@ func (f figures) log(t *testing.T) {
 		switch {
 		case ex.status >= 500:
 			fives.add(fmt.Sprintf("%s, %s: %d %s, during %s", side, ex.route, ex.status,
-				strings.TrimPrefix(ex.problem, "https://jobd.dev/problems/"), f.during(ex.sent, databaseFaults)))
+				strings.TrimPrefix(ex.problem, "https://jobd.dev/problems/"), f.during(ex.done, databaseFaults)))
 		case ex.status == 0:
-			noAnswer.add(fmt.Sprintf("%s, %s: %s, during %s", side, ex.route, transportCause(ex.err), f.during(ex.sent, transportFaults)))
+			noAnswer.add(fmt.Sprintf("%s, %s: %s, during %s", side, ex.route, transportCause(ex.err), f.during(ex.done, transportFaults)))
 		case ex.problem == api.ProblemLeaseLost:
 			lost.add(fmt.Sprintf("%s, %s: 409 lease-lost", side, ex.route))
 			lostLeases[ex.token] = true
@@ -234,11 +234,11 @@ func (f figures) log(t *testing.T) {
 // The faults that may explain an error answer, and a request without an
 // answer.
 var (
-	databaseFaults  = []faultKind{faultPGRestart, faultTerminate, faultExhaust, faultHorizon}
-	transportFaults = []faultKind{faultNodeKill, faultPartition, faultWorkerKill, faultWorkerHang, faultWorkerTerm}
+	databaseFaults  = []faultKind{faultPGRestart, faultTerminate, faultExhaust}
+	transportFaults = []faultKind{faultNodeKill, faultPartition, faultWorkerKill, faultWorkerTerm}
 )
 
-// during names the faults among kinds under way when a request was sent
+// during names the faults among kinds under way when a request failed
 // at t (from their start to a second after their recovery): its likely
 // reason.
 func (f figures) during(t time.Time, kinds []faultKind) string {
@@ -252,7 +252,7 @@ func (f figures) during(t time.Time, kinds []faultKind) string {
 		}
 	}
 	if len(names) == 0 {
-		return "no such fault"
+		return "none of them"
 	}
 	sort.Strings(names)
 	return strings.Join(names, "+")
