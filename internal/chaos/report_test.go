@@ -185,10 +185,10 @@ func (f figures) log(t *testing.T) {
 		side := sideOf(ex.who)
 		switch {
 		case ex.status >= 500:
-			fives.add(fmt.Sprintf("%s, %s: %d %s, during %s", side, ex.route, ex.status,
+			fives.add(fmt.Sprintf("%s, %s: %d %s (under way: %s)", side, ex.route, ex.status,
 				strings.TrimPrefix(ex.problem, "https://jobd.dev/problems/"), f.during(ex.done, databaseFaults)))
 		case ex.status == 0:
-			noAnswer.add(fmt.Sprintf("%s, %s: %s, during %s", side, ex.route, transportCause(ex.err), f.during(ex.done, transportFaults)))
+			noAnswer.add(fmt.Sprintf("%s, %s: %s (under way: %s)", side, ex.route, transportCause(ex.err), f.during(ex.done, transportFaults)))
 		case ex.problem == api.ProblemLeaseLost:
 			lost.add(fmt.Sprintf("%s, %s: 409 lease-lost", side, ex.route))
 			lostLeases[ex.token] = true
@@ -252,7 +252,7 @@ func (f figures) during(t time.Time, kinds []faultKind) string {
 		}
 	}
 	if len(names) == 0 {
-		return "none of them"
+		return "none"
 	}
 	sort.Strings(names)
 	return strings.Join(names, "+")
