@@ -90,6 +90,29 @@ type Job struct {
 	// submitter's trace, which each execution joins); absent for none. A
 	// remote worker can continue that trace with it.
 	TraceParent string `json:"trace_parent,omitempty"`
+
+	// Schedule names the schedule that made the job and ScheduledFor its
+	// tick (the trigger's time for a trigger); "" and null otherwise.
+	Schedule     string     `json:"schedule"`
+	ScheduledFor *time.Time `json:"scheduled_for"`
+	// Timeout bounds each attempt's run time at the server (null: none
+	// of its own; its queue's default may apply). Deadline is the
+	// running attempt's end, its claim + the timeout: the attempt is
+	// over then, whatever its holder does (its writes answer 409
+	// lease-lost), and the job is retried or failed, "timed out".
+	Timeout  *Duration  `json:"timeout"`
+	Deadline *time.Time `json:"deadline"`
+	// Rerun counts the operator's re-runs (POST /api/v1/jobs/{id}/rerun).
+	// PreviousState and PreviousResult are the state and result the job
+	// had when last re-run: until the claim of the new attempt, Result is
+	// still that result, readable; the claim clears it. A handler of a
+	// re-run receives them in its claimed job.
+	Rerun          int             `json:"rerun"`
+	PreviousState  State           `json:"previous_state,omitempty"`
+	PreviousResult json.RawMessage `json:"previous_result"`
+	// CallbackURL is where jobd POSTs the job each time it becomes final
+	// (a webhook of type job.finished); absent for none.
+	CallbackURL string `json:"callback_url,omitempty"`
 }
 
 // SubmitRequest is the body of POST /api/v1/jobs. Only Kind is required.
@@ -118,6 +141,15 @@ type SubmitRequest struct {
 	// idle online worker with them exists. At most 32 short names each.
 	Requires []string `json:"requires,omitempty"`
 	Prefers  []string `json:"prefers,omitempty"`
+	// Timeout bounds each attempt's run time at the server (at least
+	// 1s); default none, or the queue's default timeout.
+	Timeout Duration `json:"timeout,omitempty"`
+	// CallbackURL, an absolute http:// or https:// URL of at most 2 KiB,
+	// receives the job each time it becomes final (a webhook of type
+	// job.finished, signed with the server's callback secret). The server
+	// refuses to call loopback, link-local and private addresses unless
+	// configured otherwise.
+	CallbackURL string `json:"callback_url,omitempty"`
 }
 
 // JobList is one page of GET /api/v1/jobs.
@@ -190,7 +222,7 @@ type KeyList struct {
 const (
 	ScopeSubmit = "submit" // POST /api/v1/jobs and /api/v1/jobs/trigger
 	ScopeRead   = "read"   // every GET
-	ScopeAdmin  = "admin"  // cancel, retry, queue pause/resume, keys, workers
+	ScopeAdmin  = "admin"  // cancel, retry, rerun, queue pause/resume, schedules' changes, keys, workers
 	// ScopeWorker is a remote worker's key's only scope (/api/v1/worker/).
 	ScopeWorker = "worker"
 	// ScopeMetrics is a scraper's: GET /metrics (admin grants it too).

@@ -21,6 +21,8 @@ type TriggerRequest struct {
 	Priority       *int            `json:"priority,omitempty"`
 	AvailableAt    *time.Time      `json:"available_at,omitempty"`
 	RunAt          *time.Time      `json:"run_at,omitempty"`
+	// CallbackURL: see SubmitRequest.CallbackURL.
+	CallbackURL string `json:"callback_url,omitempty"`
 }
 
 // TriggerResponse answers a trigger: the job's id and state.

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -31,8 +32,15 @@ const kind = "bench-noop"
 var Modes = []string{"throughput", "continuous", "latency", "backlog"}
 
 // ModeSteady is run only when asked for by name: a long insert-and-work
-// run that prints table sizes each minute.
+// run that prints the minute's throughput and the table sizes each minute.
 const ModeSteady = "steady"
+
+// ModeVacuum is run only when asked for by name: a backlog, a vacuum of
+// every jobd table, the backlog again.
+const ModeVacuum = "vacuum"
+
+// Named are the modes run only when asked for by name, not by "all".
+var Named = []string{ModeSteady, ModeVacuum, ModeProcess}
 
 // Config says what to measure.
 type Config struct {
@@ -65,8 +73,8 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) ([]Figure, error) 
 		progress = io.Discard
 	}
 	var all []Figure
-	for _, mode := range append(Modes, ModeSteady, ModeProcess) {
-		if cfg.Mode != mode && (cfg.Mode != "all" || mode == ModeSteady || mode == ModeProcess) {
+	for _, mode := range append(slices.Clone(Modes), Named...) {
+		if cfg.Mode != mode && (cfg.Mode != "all" || slices.Contains(Named, mode)) {
 			continue
 		}
 		if err := purge(ctx, cfg.Store); err != nil {
@@ -108,17 +116,10 @@ func withDefaults(cfg Config) Config {
 	return cfg
 }
 
-// ValidMode reports whether mode is one of Modes or "all".
+// ValidMode reports whether mode is "all", one of Modes or one run only
+// by name (steady, vacuum, process).
 func ValidMode(mode string) bool {
-	if mode == "all" || mode == ModeSteady || mode == ModeProcess {
-		return true
-	}
-	for _, m := range Modes {
-		if m == mode {
-			return true
-		}
-	}
-	return false
+	return mode == "all" || slices.Contains(Modes, mode) || slices.Contains(Named, mode)
 }
 
 func runMode(ctx context.Context, cfg Config, mode string, w io.Writer) ([]Figure, error) {
@@ -133,6 +134,8 @@ func runMode(ctx context.Context, cfg Config, mode string, w io.Writer) ([]Figur
 		return backlog(ctx, cfg, w)
 	case ModeSteady:
 		return steady(ctx, cfg, w)
+	case ModeVacuum:
+		return vacuum(ctx, cfg, w)
 	case ModeProcess:
 		return processBench(ctx, cfg, w)
 	}

@@ -23,15 +23,22 @@ func purge(ctx context.Context, s store.QueueStore) error {
 
 // throughput inserts a backlog of cfg.Jobs no-op jobs, then works it.
 func throughput(ctx context.Context, cfg Config, w io.Writer) ([]Figure, error) {
+	figs, _, err := workBacklog(ctx, cfg, w, "throughput")
+	return figs, err
+}
+
+// workBacklog inserts a backlog of cfg.Jobs no-op jobs, works it, and
+// reports both rates under name; it returns the work rate too.
+func workBacklog(ctx context.Context, cfg Config, w io.Writer, name string) ([]Figure, float64, error) {
 	took, err := insertBacklog(ctx, cfg.Store, cfg.Jobs)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	figs := []Figure{report(w, Figure{"throughput.insert", float64(cfg.Jobs) / took.Seconds(), "jobs/s"})}
+	figs := []Figure{report(w, Figure{name + ".insert", float64(cfg.Jobs) / took.Seconds(), "jobs/s"})}
 	start := time.Now()
 	wk, err := startWorker(ctx, cfg, nil)
 	if err != nil {
-		return figs, err
+		return figs, 0, err
 	}
 	err = waitDone(ctx, cfg.Store, wk, int64(cfg.Jobs))
 	took = time.Since(start)
@@ -39,9 +46,46 @@ func throughput(ctx context.Context, cfg Config, w io.Writer) ([]Figure, error) 
 		err = cerr
 	}
 	if err != nil {
+		return figs, 0, err
+	}
+	rate := float64(cfg.Jobs) / took.Seconds()
+	return append(figs, report(w, Figure{name + ".work", rate, "jobs/s"})), rate, nil
+}
+
+// vacuumer is a store that can vacuum its tables the way a database's
+// own maintenance would.
+type vacuumer interface {
+	Vacuum(ctx context.Context) error
+}
+
+// vacuum measures the cliff a drained, vacuumed queue used to meet: a
+// backlog worked, the queue purged, every jobd table vacuumed (so that
+// the statistics say "empty" while the table keeps its pages), then the
+// same backlog again. after_vs_fresh is the second work rate as a
+// percentage of the first.
+func vacuum(ctx context.Context, cfg Config, w io.Writer) ([]Figure, error) {
+	v, ok := cfg.Store.(vacuumer)
+	if !ok {
+		return nil, fmt.Errorf("this store cannot vacuum its tables")
+	}
+	figs, fresh, err := workBacklog(ctx, cfg, w, "vacuum.fresh")
+	if err != nil {
 		return figs, err
 	}
-	return append(figs, report(w, Figure{"throughput.work", float64(cfg.Jobs) / took.Seconds(), "jobs/s"})), nil
+	if err := purge(ctx, cfg.Store); err != nil {
+		return figs, err
+	}
+	start := time.Now()
+	if err := v.Vacuum(ctx); err != nil {
+		return figs, err
+	}
+	figs = append(figs, report(w, Figure{"vacuum.took", time.Since(start).Seconds(), "s"}))
+	more, after, err := workBacklog(ctx, cfg, w, "vacuum.after")
+	figs = append(figs, more...)
+	if err != nil {
+		return figs, err
+	}
+	return append(figs, report(w, Figure{"vacuum.after_vs_fresh", 100 * after / fresh, "%"})), nil
 }
 
 // continuous inserts and works at once for cfg.Duration and reports the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 )
 
@@ -17,7 +18,9 @@ type sizer interface {
 
 // steady inserts and works at once for cfg.Duration (ten minutes is the
 // usual run) while pruning the bench queue's finished jobs older than
-// steadyRetention, and prints the tables' sizes each minute. Sizes that
+// steadyRetention, and prints each minute that minute's jobs/s and the
+// tables' sizes; it reports the min, median and max of the per-minute
+// rates after the first minute. Sizes that
 // level off mean vacuum keeps up; a size that keeps growing is bloat.
 func steady(ctx context.Context, cfg Config, w io.Writer) ([]Figure, error) {
 	sz, ok := cfg.Store.(sizer)
@@ -35,14 +38,21 @@ func steady(ctx context.Context, cfg Config, w io.Writer) ([]Figure, error) {
 	go func() { pruned <- pruneLoop(runCtx, cfg) }()
 
 	start := time.Now()
-	var first, last int64
+	var first, last, workedBefore int64
+	var perMinute []float64
+	minuteStart := start
 	tick := time.NewTicker(time.Minute)
 	defer tick.Stop()
 	for runCtx.Err() == nil {
 		select {
 		case <-runCtx.Done():
-		case <-tick.C:
-			total, err := printSizes(ctx, sz, w, time.Since(start))
+		case now := <-tick.C:
+			worked := wk.done.Load()
+			rate := float64(worked-workedBefore) / now.Sub(minuteStart).Seconds()
+			workedBefore, minuteStart = worked, now
+			perMinute = append(perMinute, rate)
+			fmt.Fprintf(w, "%6s  %8.0f jobs/s", now.Sub(start).Round(time.Second), rate)
+			total, err := printSizes(ctx, sz, w)
 			if err != nil {
 				cancel()
 				break
@@ -67,6 +77,15 @@ func steady(ctx context.Context, cfg Config, w io.Writer) ([]Figure, error) {
 		return nil, pruneErr
 	}
 	figs := []Figure{report(w, Figure{"steady.work", float64(worked) / took.Seconds(), "jobs/s"})}
+	// The minutes after the first (the tables and caches warming up).
+	if len(perMinute) > 1 {
+		later := slices.Clone(perMinute[1:])
+		slices.Sort(later)
+		figs = append(figs,
+			report(w, Figure{"steady.minute.min", later[0], "jobs/s"}),
+			report(w, Figure{"steady.minute.median", later[len(later)/2], "jobs/s"}),
+			report(w, Figure{"steady.minute.max", later[len(later)-1], "jobs/s"}))
+	}
 	if first > 0 {
 		figs = append(figs,
 			report(w, Figure{"steady.size.after_1m", float64(first) / (1 << 20), "MiB"}),
@@ -101,14 +120,14 @@ func pruneLoop(ctx context.Context, cfg Config) error {
 	}
 }
 
-// printSizes writes one line of table sizes and returns their total.
-func printSizes(ctx context.Context, sz sizer, w io.Writer, at time.Duration) (int64, error) {
+// printSizes ends a line with the table sizes and returns their total.
+func printSizes(ctx context.Context, sz sizer, w io.Writer) (int64, error) {
 	sizes, err := sz.TableSizes(ctx)
 	if err != nil {
+		fmt.Fprintln(w)
 		return 0, err
 	}
 	var total int64
-	fmt.Fprintf(w, "%6s", at.Round(time.Second))
 	for _, name := range sortedKeys(sizes) {
 		fmt.Fprintf(w, "  %s %.1f MiB", name, float64(sizes[name])/(1<<20))
 		total += sizes[name]

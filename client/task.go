@@ -71,6 +71,11 @@ var (
 	ErrLeaseLost = errors.New("jobd: lease lost")
 	// ErrShuttingDown: the worker stopped and its shutdown timeout passed.
 	ErrShuttingDown = errors.New("jobd: worker shutting down")
+	// ErrTimedOut: the attempt reached its deadline (the claimed job's
+	// Deadline: its timeout, or its queue's): the server refuses its
+	// writes from then on and ends it "timed-out"; a handler's failure is
+	// not reported.
+	ErrTimedOut = errors.New("jobd: the attempt passed its deadline")
 )
 
 // permanent marks an error that must not be retried.

@@ -205,6 +205,10 @@ func (w *Worker) count() int {
 // start runs a claimed job in its own goroutine.
 func (w *Worker) start(base context.Context, j api.ClaimedJob) {
 	ctx, cancel := context.WithCancelCause(base)
+	stopDeadline := context.CancelFunc(func() {})
+	if j.Deadline != nil {
+		ctx, stopDeadline = context.WithDeadlineCause(ctx, *j.Deadline, ErrTimedOut)
+	}
 	r := &run{job: j, cancel: cancel}
 	w.mu.Lock()
 	w.running[j.ID] = r
@@ -215,6 +219,7 @@ func (w *Worker) start(base context.Context, j api.ClaimedJob) {
 	w.mu.Unlock()
 	go func() {
 		defer cancel(nil)
+		defer stopDeadline()
 		res, err := w.call(ctx, h, j)
 		w.mu.Lock()
 		abandoned := r.abandoned
@@ -257,6 +262,10 @@ func (w *Worker) finish(base, ctx context.Context, j api.ClaimedJob, res json.Ra
 	cause := context.Cause(ctx)
 	if errors.Is(cause, ErrLeaseLost) {
 		w.log.Warn("jobd worker: lease lost; outcome dropped", "job_id", j.ID)
+		return
+	}
+	if err != nil && errors.Is(cause, ErrTimedOut) {
+		w.log.Warn("jobd worker: the job's deadline passed; the server ends the attempt", "job_id", j.ID, "deadline", j.Deadline)
 		return
 	}
 	rctx, cancel := context.WithTimeout(base, reportTimeout(j))

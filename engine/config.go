@@ -26,6 +26,7 @@ const (
 	DefaultReaperInterval    = 10 * time.Second
 	DefaultRetention         = 7 * 24 * time.Hour
 	DefaultShutdownTimeout   = 30 * time.Second
+	DefaultAbandonGrace      = 10 * time.Second
 )
 
 // Config configures an Engine. Zero fields take the documented defaults
@@ -62,6 +63,12 @@ type Config struct {
 	// ShutdownTimeout is how long a shutdown waits for running handlers
 	// before it cancels them and releases their jobs. Default 30s.
 	ShutdownTimeout time.Duration
+	// AbandonGrace is how long a handler may run past its job's deadline
+	// (its context ended at the deadline) before the engine stops
+	// counting it against its pool, logs it and records it
+	// (observe.KindRecorder.Abandoned): a handler that ignores its
+	// context cannot hold a slot forever. Default 10s.
+	AbandonGrace time.Duration
 	// Listen runs the store's Listen even when Queues is empty, for the
 	// subscribers of Subscribe (the HTTP API's long-polling claims).
 	Listen bool
@@ -97,6 +104,7 @@ func (c Config) WithDefaults() Config {
 	setDefault(&c.ReaperInterval, DefaultReaperInterval)
 	setDefault(&c.Retention, DefaultRetention)
 	setDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	setDefault(&c.AbandonGrace, DefaultAbandonGrace)
 	setDefault(&c.PreferWindow, DefaultPreferWindow)
 	if c.Observer == nil {
 		c.Observer = observe.Nop{}
@@ -142,6 +150,7 @@ func (c Config) Validate() error {
 		{"ReaperInterval", c.ReaperInterval},
 		{"Retention", c.Retention},
 		{"ShutdownTimeout", c.ShutdownTimeout},
+		{"AbandonGrace", c.AbandonGrace},
 		{"PreferWindow", c.PreferWindow},
 	} {
 		if d.v < 0 {
@@ -161,6 +170,12 @@ type QueueConfig struct {
 	// Capabilities of this pool (see store.ClaimParams). Default none:
 	// the pool takes only jobs that require nothing.
 	Capabilities []string `json:"capabilities,omitempty"`
+	// Timeout is the default timeout of the queue's jobs that set none:
+	// it bounds each of their attempts (see job.Job.Timeout), at the
+	// claims of this pool and of the remote workers this node serves
+	// (Engine.QueueTimeout). Zero for none; at least 1s. In JSON a Go
+	// duration string ("10m").
+	Timeout time.Duration `json:"-"`
 }
 
 // MaxConcurrency bounds QueueConfig.Concurrency.
@@ -187,6 +202,9 @@ func (q QueueConfig) validate(i int) error {
 	}
 	if _, err := job.NormalizeCapabilities(field("capabilities"), q.Capabilities); err != nil {
 		return err
+	}
+	if q.Timeout != 0 && q.Timeout < time.Second {
+		return job.Invalid(field("timeout"), "must be at least 1s, got %s", q.Timeout)
 	}
 	return nil
 }
@@ -217,13 +235,26 @@ func ParseQueues(data []byte) ([]QueueConfig, error) {
 	for i, raw := range raws {
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&qs[i]); err != nil {
+		// The members of QueueConfig, and its timeout as a string.
+		var q struct {
+			QueueConfig
+			Timeout *string `json:"timeout"`
+		}
+		if err := dec.Decode(&q); err != nil {
 			var ve *job.ValidationError
 			if errors.As(err, &ve) {
 				ve.Field = fmt.Sprintf("queues[%d].%s", i, ve.Field)
 				return nil, ve
 			}
 			return nil, job.Invalid(fmt.Sprintf("queues[%d]", i), "%v", err)
+		}
+		qs[i] = q.QueueConfig
+		if q.Timeout != nil {
+			d, err := time.ParseDuration(*q.Timeout)
+			if err != nil {
+				return nil, job.Invalid(fmt.Sprintf("queues[%d].timeout", i), "must be a Go duration such as \"10m\": %v", err)
+			}
+			qs[i].Timeout = d
 		}
 	}
 	if err := validateQueues(qs); err != nil {

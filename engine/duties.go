@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/maintenance"
+	"github.com/jobd/jobd/store"
 )
 
 const (
@@ -54,8 +55,12 @@ func (e *Engine) AddDuty(d maintenance.Duty) error {
 // Leading reports whether this node leads the maintenance duties now.
 func (e *Engine) Leading() bool { return e.runner.Leading() }
 
-// rescue returns the jobs whose lease expired to their queue.
+// rescue returns the jobs whose lease expired to their queue, and ends
+// the attempts that passed their deadline (timeOut).
 func (e *Engine) rescue(ctx context.Context) error {
+	if err := e.timeOut(ctx); err != nil {
+		return err
+	}
 	total := 0
 	defer func() {
 		if total > 0 {
@@ -69,6 +74,30 @@ func (e *Engine) rescue(ctx context.Context) error {
 		total += n
 		if n > 0 {
 			e.cfg.Observer.Rescued(n)
+		}
+		if err != nil || n < dutyBatch {
+			return err
+		}
+	}
+}
+
+// timeOut ends the attempts that passed their deadline: back to their
+// queue after its backoff (RetryDelay) while attempts are left, else
+// failed.
+func (e *Engine) timeOut(ctx context.Context) error {
+	total := 0
+	defer func() {
+		if total > 0 {
+			e.log.Info("engine: ended attempts that passed their deadline", "jobs", total)
+		}
+	}()
+	for {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		n, err := e.store.JobTimeOut(cctx, store.TimeOutParams{Limit: dutyBatch, RetryDelay: e.RetryDelay})
+		cancel()
+		total += n
+		if n > 0 {
+			e.cfg.Observer.TimedOut(n)
 		}
 		if err != nil || n < dutyBatch {
 			return err

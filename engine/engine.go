@@ -14,6 +14,7 @@ import (
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/maintenance"
+	"github.com/jobd/jobd/observe"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/wakeup"
 )
@@ -57,6 +58,9 @@ type Engine struct {
 	renewKick chan struct{}
 
 	started atomic.Bool
+	// stopped is closed when Run returns: the watches of handlers past
+	// their deadline (execution.watchAbandon) end with it.
+	stopped chan struct{}
 	// hub fans the store's wake-ups out to Subscribe's subscribers.
 	hub wakeup.Hub[string]
 	// runner runs the maintenance duties (duties.go).
@@ -91,6 +95,7 @@ func New(cfg Config) (*Engine, error) {
 		byJob:     make(map[uuid.UUID][]*execution),
 		jobEnded:  make(chan struct{}, 1),
 		renewKick: make(chan struct{}, 1),
+		stopped:   make(chan struct{}),
 	}
 	e.fin = &finisher{e: e, kick: make(chan struct{}, 1)}
 	var err error
@@ -121,6 +126,17 @@ func (e *Engine) RetryDelay(queue string, attempt int) time.Duration {
 		return p.cfg.Backoff.Delay(attempt, nil)
 	}
 	return DefaultBackoff.Delay(attempt, nil)
+}
+
+// QueueTimeout is the default timeout of the jobs of queue that set none:
+// the timeout of this engine's pool of queue (QueueConfig.Timeout), 0 for
+// none. The HTTP API applies it to the claims of remote workers, so that
+// a job is bounded the same wherever it runs.
+func (e *Engine) QueueTimeout(queue string) time.Duration {
+	if p, ok := e.producers[queue]; ok {
+		return p.cfg.Timeout
+	}
+	return 0
 }
 
 // Insert creates one job (see store.Store.JobInsertMany). The store wakes
@@ -171,6 +187,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	// workCtx carries the store calls that must outlive ctx during the
 	// shutdown (heartbeats, progress, outcomes); jobBase is the parent of
 	// the handlers' contexts, which are cancelled one by one with a cause.
+	defer close(e.stopped)
 	jobBase := context.WithoutCancel(ctx)
 	workCtx, stopWork := context.WithCancel(jobBase)
 	defer stopWork()
@@ -314,6 +331,11 @@ func (e *Engine) end(x *execution, out store.Outcome, ran time.Duration) {
 		e.fin.add(x.finishItem(out, ran))
 	}
 	e.mu.Unlock()
+	if !ok && x.abandoned.Load() {
+		e.log.Warn("engine: an abandoned handler returned at last; its outcome is dropped",
+			"job_id", x.job.ID, "kind", x.job.Kind, "outcome", out.Status, "ran", ran)
+		return
+	}
 	if !ok {
 		e.log.Warn("engine: job ended after the shutdown released it; outcome dropped",
 			"job_id", x.job.ID, "kind", x.job.Kind, "outcome", out.Status)
@@ -321,6 +343,61 @@ func (e *Engine) end(x *execution, out store.Outcome, ran time.Duration) {
 		return
 	}
 	x.p.done()
+	e.notifyEnded()
+}
+
+// endTimedOut removes x, whose handler stopped at its attempt's deadline,
+// from the running jobs without an outcome: the store refuses any write
+// of an attempt past its deadline, and the reaper ends it "timed-out"
+// (JobTimeOut). Its execution counts as lease_lost: nothing written.
+func (e *Engine) endTimedOut(x *execution, ran time.Duration) {
+	e.mu.Lock()
+	_, ok := e.running[x]
+	if ok {
+		e.untrackLocked(x)
+	}
+	e.mu.Unlock()
+	if !ok {
+		return // abandoned, or released by the shutdown: recorded then
+	}
+	e.log.Info("engine: the handler stopped at its job's deadline; the reaper ends the attempt",
+		"job_id", x.job.ID, "kind", x.job.Kind, "attempt", x.job.Attempt, "deadline", x.job.Deadline)
+	x.rec.Finished(observe.LeaseLost, ran)
+	x.span.End(observe.LeaseLost, ErrTimedOut.Error(), e.clock.Now())
+	e.signals.timedOut.Fire(x.job.ID)
+	x.p.done()
+	e.notifyEnded()
+}
+
+// abandon gives up a handler still running past its job's deadline and
+// AbandonGrace: its slot is free for another job, it is logged and
+// recorded (observe.KindRecorder.Abandoned); whatever it returns is
+// dropped, and the reaper ends the attempt "timed-out". A handler that
+// ended meanwhile, or that a shutdown released, is left alone.
+func (e *Engine) abandon(x *execution) {
+	e.mu.Lock()
+	_, ok := e.running[x]
+	if ok {
+		e.untrackLocked(x)
+		x.abandoned.Store(true)
+	}
+	e.mu.Unlock()
+	if !ok {
+		return
+	}
+	e.log.Error("engine: a handler ignored its job's deadline; it no longer counts against its pool, and whatever it returns is dropped",
+		"job_id", x.job.ID, "queue", x.job.Queue, "kind", x.job.Kind, "attempt", x.job.Attempt,
+		"deadline", x.job.Deadline, "grace", e.cfg.AbandonGrace)
+	x.rec.Abandoned()
+	x.rec.Finished(observe.LeaseLost, e.clock.Now().Sub(x.startedAt))
+	x.span.End(observe.LeaseLost, "abandoned past its deadline", e.clock.Now())
+	e.signals.abandoned.Fire(x.job.ID)
+	x.p.done()
+	e.notifyEnded()
+}
+
+// notifyEnded tells a shutdown waiting for the running jobs to recount.
+func (e *Engine) notifyEnded() {
 	select {
 	case e.jobEnded <- struct{}{}:
 	default:

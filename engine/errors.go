@@ -22,6 +22,11 @@ var (
 	// passed; unless the handler succeeds, its job is released to the
 	// queue unharmed (the attempt is not counted).
 	ErrShutdown = errors.New("engine shutting down")
+	// ErrTimedOut: the attempt passed its deadline (its job's timeout, or
+	// its queue's): the attempt is over, whatever the handler returns but
+	// a success (which the store still refuses past the deadline), and
+	// the reaper retries or fails the job ("timed-out").
+	ErrTimedOut = errors.New("the attempt passed its deadline")
 )
 
 type permanentError struct{ err error }
@@ -75,4 +80,11 @@ func truncate(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + mark
+}
+
+// IsPermanent reports whether err, or an error it wraps, was marked by
+// Permanent: the job it fails fails now, whatever attempts it has left.
+func IsPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p)
 }

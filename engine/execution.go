@@ -30,6 +30,13 @@ type execution struct {
 	rec       observe.KindRecorder
 	span      observe.Span
 	startedAt time.Time
+	// stopDeadline releases the timer of the handler's deadline, if its
+	// job has one; abandoned says the engine gave the handler up, past
+	// the deadline and the grace (abandon); ended is closed when run
+	// returns.
+	stopDeadline context.CancelFunc
+	abandoned    atomic.Bool
+	ended        chan struct{}
 }
 
 // atomicTime is a time.Time that goroutines share without a lock.
@@ -45,6 +52,7 @@ func newExecution(p *producer, j *job.Job, cancel context.CancelCauseFunc) *exec
 		job:    j,
 		lease:  store.Lease{ID: j.ID, Token: j.LeaseToken, Owner: p.e.cfg.Node},
 		cancel: cancel,
+		ended:  make(chan struct{}),
 	}
 	x.progress.init(x, j.Progress.Phase)
 	return x
@@ -53,13 +61,52 @@ func newExecution(p *producer, j *job.Job, cancel context.CancelCauseFunc) *exec
 // run calls the handler with ctx, flushes its last progress and reports
 // its outcome. workCtx carries the engine's own store calls.
 func (x *execution) run(ctx, workCtx context.Context) {
+	defer close(x.ended)
 	x.progress.start(workCtx)
 	res, err := x.call(ctx)
 	ran := x.e.clock.Now().Sub(x.startedAt)
 	x.progress.stop(workCtx)
 	out := x.outcome(ctx, res, err)
 	x.cancel(nil)
+	if x.stopDeadline != nil {
+		x.stopDeadline()
+	}
+	if err != nil && errors.Is(context.Cause(ctx), ErrTimedOut) {
+		// The attempt is over: the store refuses its writes, and the
+		// reaper ends it "timed-out".
+		x.e.endTimedOut(x, ran)
+		return
+	}
 	x.e.end(x, out, ran)
+}
+
+// withDeadline gives ctx, the handler's, the deadline of x's attempt
+// (cause ErrTimedOut), and watches for a handler that outlives it by the
+// engine's AbandonGrace. A job without a deadline gets neither.
+func (x *execution) withDeadline(ctx context.Context) context.Context {
+	d := x.job.Deadline
+	if d == nil {
+		return ctx
+	}
+	// The deadline is the store's time; a context's is the system
+	// clock's: the engine's clock says how far away it is.
+	left := d.Sub(x.e.clock.Now())
+	ctx, x.stopDeadline = context.WithDeadlineCause(ctx, time.Now().Add(left), ErrTimedOut)
+	go x.watchAbandon(left + x.e.cfg.AbandonGrace)
+	return ctx
+}
+
+// watchAbandon gives the handler up (Engine.abandon) unless it returns
+// within after.
+func (x *execution) watchAbandon(after time.Duration) {
+	t := x.e.clock.NewTimer(after)
+	defer t.Stop()
+	select {
+	case <-x.ended:
+	case <-x.e.stopped:
+	case <-t.C():
+		x.e.abandon(x)
+	}
 }
 
 func (x *execution) call(ctx context.Context) (res json.RawMessage, err error) {

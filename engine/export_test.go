@@ -16,5 +16,7 @@ type HealthChange = healthChange
 func OutcomeLostSignal(e *Engine) *testsignal.Signal[uuid.UUID]    { return &e.signals.outcomeLost }
 func OutcomeDroppedSignal(e *Engine) *testsignal.Signal[uuid.UUID] { return &e.signals.outcomeDropped }
 func PollArmedSignal(e *Engine) *testsignal.Signal[string]         { return &e.signals.pollArmed }
+func TimedOutSignal(e *Engine) *testsignal.Signal[uuid.UUID]       { return &e.signals.timedOut }
+func AbandonedSignal(e *Engine) *testsignal.Signal[uuid.UUID]      { return &e.signals.abandoned }
 func HealthSignal(e *Engine) *testsignal.Signal[HealthChange]      { return &e.signals.health }
 func MaintenanceSignals(e *Engine) *maintenance.TestSignals        { return e.runner.TestSignals() }

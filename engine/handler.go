@@ -15,8 +15,11 @@ type handlerFunc func(ctx context.Context, x *execution) (json.RawMessage, error
 // Register adds a typed handler for kind. The job's args are JSON-decoded
 // into A (a decode error fails the job permanently) and the result R is
 // JSON-encoded into the job's result. The handler's context is cancelled,
-// with a cause (see ErrCancelRequested, ErrLeaseLost, ErrShutdown), when it
-// should stop. Register panics on an empty kind, a nil fn, or a kind
+// with a cause (see ErrCancelRequested, ErrLeaseLost, ErrShutdown,
+// ErrTimedOut), when it should stop; for a job with a timeout it carries
+// the attempt's deadline. A re-run job says so in j.Rerun, with the
+// result it had in j.PreviousResult; a schedule's job its tick in
+// j.ScheduledFor. Register panics on an empty kind, a nil fn, or a kind
 // registered twice: those are programming errors.
 func Register[A, R any](e *Engine, kind string, fn func(ctx context.Context, j *Job[A]) (R, error)) {
 	if kind == "" || fn == nil {

@@ -46,6 +46,12 @@ func (e *Engine) heartbeats(ctx context.Context, stop <-chan struct{}) {
 		now := e.clock.Now()
 		var due []*execution
 		for _, x := range e.runningJobs() {
+			if d := x.job.Deadline; d != nil && !d.After(now) {
+				// Over: no lease to renew (the reaper ends the attempt);
+				// its next turn is put off, so the loop does not spin.
+				x.renewAt.Store(now.Add(e.renewEvery(x)))
+				continue
+			}
 			if every := e.renewEvery(x); !x.renewAt.Load().After(now.Add(every / 2)) {
 				x.renewAt.Store(now.Add(every))
 				due = append(due, x)

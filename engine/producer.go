@@ -113,7 +113,7 @@ func (p *producer) claim(ctx, workCtx, jobBase context.Context, h *health) {
 		began := p.e.clock.Now()
 		cctx, cancel := context.WithTimeout(workCtx, callTimeout)
 		jobs, err := p.e.store.JobClaim(cctx, store.ClaimParams{Queue: p.cfg.Queue, Max: n, Owner: p.e.cfg.Node,
-			Capabilities: p.caps, PreferWindow: p.e.cfg.PreferWindow, After: after})
+			Capabilities: p.caps, PreferWindow: p.e.cfg.PreferWindow, After: after, DefaultTimeout: p.cfg.Timeout})
 		cancel()
 		claimedAt := p.e.clock.Now()
 		if err == nil {
@@ -171,6 +171,7 @@ func (p *producer) start(workCtx, jobBase context.Context, j *job.Job, at time.T
 	ctx, span := p.e.cfg.Tracer.StartJob(ctx, j, at)
 	x := newExecution(p, j, cancel)
 	x.rec, x.span, x.startedAt = rec, span, at
+	ctx = x.withDeadline(ctx)
 	p.active.Add(1)
 	p.e.track(x)
 	go x.run(ctx, workCtx)

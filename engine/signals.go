@@ -16,6 +16,11 @@ type testSignals struct {
 	// outcomeDropped fires for each job whose handler returned after the
 	// shutdown had released its job.
 	outcomeDropped testsignal.Signal[uuid.UUID]
+	// timedOut fires for each job whose handler stopped at its deadline
+	// (its outcome left to the reaper); abandoned for each handler given
+	// up past its deadline and the grace.
+	timedOut  testsignal.Signal[uuid.UUID]
+	abandoned testsignal.Signal[uuid.UUID]
 	// pollArmed fires, with the queue, each time a producer has claimed
 	// and armed its next poll.
 	pollArmed testsignal.Signal[string]

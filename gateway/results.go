@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,9 +76,9 @@ func (g *Gateway) get(w http.ResponseWriter, r *http.Request, rest string) error
 	case "":
 		return errNoID
 	case "done":
-		return g.list(w, r, job.StateSucceeded, job.StateFailed, job.StateCanceled)
+		return g.list(w, r, false)
 	case "pending":
-		return g.list(w, r, job.StateQueued, job.StateRunning)
+		return g.list(w, r, true)
 	}
 	id, err := uuid.Parse(rest)
 	if err != nil || strings.Contains(rest, "/") {
@@ -105,9 +106,21 @@ func (g *Gateway) lookup(r *http.Request, id uuid.UUID) (*job.Job, error) {
 	return j, err
 }
 
-// list: the ids of the gateway jobs in states, oldest first, at most
+// RequestList is the listing of the async requests, pending (queued or
+// running) or done (a result to fetch), oldest first: the store.JobList
+// parameters GET pending and GET done read, for every reader of them.
+// Reading them consumes nothing; only a fetch (PUT) or a delete does.
+func RequestList(pending bool) store.ListParams {
+	states := []job.State{job.StateSucceeded, job.StateFailed, job.StateCanceled}
+	if pending {
+		states = []job.State{job.StateQueued, job.StateRunning}
+	}
+	return store.ListParams{Queue: Queue, Kind: Kind, States: states, OldestFirst: true}
+}
+
+// list: the ids of the gateway jobs pending or done, oldest first, at most
 // ?count= of them; X-Total-Count says how many there are.
-func (g *Gateway) list(w http.ResponseWriter, r *http.Request, states ...job.State) error {
+func (g *Gateway) list(w http.ResponseWriter, r *http.Request, pending bool) error {
 	count := maxList
 	if v := r.URL.Query().Get("count"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -116,9 +129,9 @@ func (g *Gateway) list(w http.ResponseWriter, r *http.Request, states ...job.Sta
 		}
 		count = min(n, maxList)
 	}
-	res, err := g.store.JobList(r.Context(), store.ListParams{
-		Queue: Queue, Kind: Kind, States: states, OldestFirst: true, Limit: count,
-	})
+	params := RequestList(pending)
+	params.Limit = count
+	res, err := g.store.JobList(r.Context(), params)
 	if err != nil {
 		return err
 	}
@@ -255,10 +268,22 @@ func (g *Gateway) deleteOne(r *http.Request, rest string) error {
 	if err != nil || strings.Contains(rest, "/") {
 		return errNoRequest
 	}
-	if _, err := g.lookup(r, id); err != nil {
+	return g.DeleteResult(r.Context(), id)
+}
+
+// DeleteResult removes the result of the async request id, as DELETE
+// /api/v1/async/{id} does: a 404 problem when there is no such request
+// (or its result was fetched or deleted), a 409 one while it is pending
+// (it has no result yet).
+func (g *Gateway) DeleteResult(ctx context.Context, id uuid.UUID) error {
+	j, err := g.store.JobGet(ctx, id)
+	if errors.Is(err, job.ErrNotFound) || (err == nil && !ours(j)) {
+		return errNoRequest
+	}
+	if err != nil {
 		return err
 	}
-	_, err = g.store.JobTake(r.Context(), id)
+	_, err = g.store.JobTake(ctx, id)
 	switch {
 	case errors.Is(err, job.ErrNotFound):
 		return errNoRequest

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -102,29 +103,63 @@ func (a *authenticator) authorize(r *http.Request, need scope) error {
 	if !ok {
 		return errUnauthorized
 	}
-	// Both sides are hashed first, so the comparison takes the same time
-	// whatever the length of the guess.
-	if subtle.ConstantTimeCompare(hashKey(cred), a.secretHash) == 1 {
-		return nil
-	}
-	prefix, ok := splitKey(cred)
-	if !ok {
+	p, ok, err := a.identify(r.Context(), cred)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
 		return errUnauthorized
-	}
-	rec, err := a.store.KeyByPrefix(r.Context(), prefix)
-	if errors.Is(err, job.ErrNotFound) {
-		return errUnauthorized
-	}
-	if err != nil {
-		return fmt.Errorf("look up API key: %w", err)
-	}
-	if subtle.ConstantTimeCompare(hashKey(cred), rec.Hash) != 1 {
-		return errUnauthorized
-	}
-	if !slices.Contains(rec.Scopes, string(need)) && !slices.Contains(rec.Scopes, string(scopeAdmin)) {
+	case !p.Grants(string(need)):
 		return problem.Errorf(api.ProblemForbidden, "", "this API key lacks the %q scope", need)
 	}
 	return nil
+}
+
+// identify returns the principal cred names: the admin secret, or an API
+// key that exists (revoked keys do not). ok is false for anything else;
+// err is the store's failure.
+func (a *authenticator) identify(ctx context.Context, cred string) (p Principal, ok bool, err error) {
+	// Both sides are hashed first, so the comparison takes the same time
+	// whatever the length of the guess.
+	if subtle.ConstantTimeCompare(hashKey(cred), a.secretHash) == 1 {
+		return Principal{Admin: true}, true, nil
+	}
+	prefix, ok := splitKey(cred)
+	if !ok {
+		return Principal{}, false, nil
+	}
+	rec, err := a.store.KeyByPrefix(ctx, prefix)
+	if errors.Is(err, job.ErrNotFound) {
+		return Principal{}, false, nil
+	}
+	if err != nil {
+		return Principal{}, false, fmt.Errorf("look up API key: %w", err)
+	}
+	if subtle.ConstantTimeCompare(hashKey(cred), rec.Hash) != 1 {
+		return Principal{}, false, nil
+	}
+	return principalOf(rec), true, nil
+}
+
+func principalOf(rec *store.APIKey) Principal {
+	return Principal{KeyID: rec.ID, Prefix: rec.Prefix, Scopes: slices.Clone(rec.Scopes), WorkerID: rec.WorkerID}
+}
+
+// Principal is who a credential names: the admin secret (every scope) or
+// an API key.
+type Principal struct {
+	// Admin is true for the admin secret.
+	Admin bool
+	// KeyID and Prefix name the API key; Scopes are its scopes, WorkerID
+	// its remote worker, if any.
+	KeyID, Prefix, WorkerID string
+	Scopes                  []string
+}
+
+// Grants reports whether p holds the scope need (api.ScopeRead…): the
+// admin secret and keys of scope admin hold every one.
+func (p Principal) Grants(need string) bool {
+	return p.Admin || slices.Contains(p.Scopes, need) || slices.Contains(p.Scopes, string(scopeAdmin))
 }
 
 // bearer returns the credential of an "Authorization: Bearer" header.

@@ -21,12 +21,14 @@ type triggerBody struct {
 	Priority       *int            `json:"priority"`
 	AvailableAt    *string         `json:"available_at"`
 	RunAt          *string         `json:"run_at"`
+	CallbackURL    string          `json:"callback_url"`
 }
 
 func (b *triggerBody) params() (job.InsertParams, error) {
 	p := job.InsertParams{
 		Queue: b.Queue, Kind: b.Kind, Args: b.Args, Priority: b.Priority,
 		LockKey: b.LockKey, PartitionKey: b.PartitionKey, IdempotencyKey: b.IdempotencyKey,
+		CallbackURL: b.CallbackURL,
 	}
 	switch {
 	case b.Task != "" && b.Kind != "" && b.Task != b.Kind:

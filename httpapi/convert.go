@@ -4,47 +4,15 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/internal/apiconv"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
 
 // toAPIJob shows a job on the wire; the lease token stays out.
-func toAPIJob(j *job.Job) api.Job {
-	return api.Job{
-		ID:              j.ID,
-		Queue:           j.Queue,
-		Kind:            j.Kind,
-		Args:            j.Args,
-		State:           api.State(j.State),
-		Priority:        j.Priority,
-		Attempt:         j.Attempt,
-		MaxAttempts:     j.MaxAttempts,
-		LeaseTTL:        api.Duration(j.LeaseTTL),
-		RunAt:           j.RunAt.UTC(),
-		LockKey:         j.LockKey,
-		PartitionKey:    j.PartitionKey,
-		IdempotencyKey:  j.IdempotencyKey,
-		Requires:        orEmpty(j.Requires),
-		Prefers:         orEmpty(j.Prefers),
-		Progress:        toAPIProgress(j.Progress),
-		Checkpoint:      j.Checkpoint,
-		Result:          j.Result,
-		Error:           j.LastError,
-		CancelRequested: j.CancelRequested,
-		LeaseOwner:      j.LeaseOwner,
-		LeaseExpiresAt:  utc(j.LeaseExpiresAt),
-		HeartbeatAt:     utc(j.HeartbeatAt),
-		CreatedAt:       j.CreatedAt.UTC(),
-		StartedAt:       utc(j.StartedAt),
-		FinishedAt:      utc(j.FinishedAt),
-		UpdatedAt:       j.UpdatedAt.UTC(),
-		TraceParent:     j.TraceParent,
-	}
-}
+func toAPIJob(j *job.Job) api.Job { return apiconv.Job(j) }
 
-func toAPIProgress(p job.Progress) api.Progress {
-	return api.Progress{Phase: p.Phase, Done: p.Done, Total: p.Total, Items: p.Items}
-}
+func toAPIProgress(p job.Progress) api.Progress { return apiconv.Progress(p) }
 
 func toAPIEvent(e job.Event) api.Event {
 	return api.Event{ID: e.ID, JobID: e.JobID, At: e.At.UTC(), Kind: string(e.Kind), Attempt: e.Attempt, Detail: e.Detail}
@@ -66,13 +34,7 @@ func toAPIKey(k store.APIKey) api.Key {
 	return api.Key{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Scopes: scopes, CreatedAt: k.CreatedAt.UTC()}
 }
 
-func utc(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
+func utc(t *time.Time) *time.Time { return apiconv.UTC(t) }
 
 func orEmpty(l []string) []string {
 	if l == nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"net/http"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/internal/problem"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -33,6 +35,8 @@ type submitBody struct {
 	Unique         string          `json:"unique"`
 	Requires       []string        `json:"requires"`
 	Prefers        []string        `json:"prefers"`
+	Timeout        *string         `json:"timeout"`
+	CallbackURL    string          `json:"callback_url"`
 }
 
 func (b *submitBody) params() (job.InsertParams, error) {
@@ -40,7 +44,7 @@ func (b *submitBody) params() (job.InsertParams, error) {
 		Queue: b.Queue, Kind: b.Kind, Args: b.Args, Priority: b.Priority,
 		LockKey: b.LockKey, PartitionKey: b.PartitionKey,
 		IdempotencyKey: b.IdempotencyKey, Unique: b.Unique,
-		Requires: b.Requires, Prefers: b.Prefers,
+		Requires: b.Requires, Prefers: b.Prefers, CallbackURL: b.CallbackURL,
 	}
 	if b.MaxAttempts != nil {
 		// Sent, it is meant: 0 is not "the default" (job.InsertParams'
@@ -64,7 +68,26 @@ func (b *submitBody) params() (job.InsertParams, error) {
 		}
 		p.LeaseTTL = d
 	}
+	if b.Timeout != nil {
+		d, err := parseDuration("timeout", *b.Timeout)
+		if err != nil {
+			return p, err
+		}
+		if d <= 0 {
+			return p, job.Invalid("timeout", "must be at least 1s, got %s", d)
+		}
+		p.Timeout = d
+	}
 	return p, nil
+}
+
+// parseDuration reads a Go duration of field.
+func parseDuration(field, v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, badRequest(field, "%s must be a Go duration such as \"90s\": %v", field, err)
+	}
+	return d, nil
 }
 
 // parseTime reads an RFC 3339 time of field.
@@ -227,6 +250,32 @@ func (s *server) cancel(w http.ResponseWriter, r *http.Request) error {
 // retry: POST /api/v1/jobs/{id}/retry.
 func (s *server) retry(w http.ResponseWriter, r *http.Request) error {
 	return s.transition(w, r, "api: job retried", s.store.JobRetry)
+}
+
+// rerun: POST /api/v1/jobs/{id}/rerun [{args}]: a finished job queued
+// again, its result readable until the claim. The body is optional.
+func (s *server) rerun(w http.ResponseWriter, r *http.Request) error {
+	var req api.RerunRequest
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return problem.Errorf(api.ProblemTooLarge, "", "the request body is over the limit of %d bytes", tooLarge.Limit)
+		}
+		return badRequest("", "reading the request body: %v", err)
+	}
+	if len(bytes.TrimSpace(body)) > 0 {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if err := s.decodeBody(w, r, &req); err != nil {
+			return err
+		}
+		if isJSONNull(req.Args) {
+			req.Args = nil
+		}
+	}
+	return s.transition(w, r, "api: job re-run", func(ctx context.Context, id uuid.UUID) (*job.Job, error) {
+		return s.store.JobRerun(ctx, id, store.RerunParams{Args: req.Args})
+	})
 }
 
 func (s *server) transition(w http.ResponseWriter, r *http.Request, what string, apply func(ctx context.Context, id uuid.UUID) (*job.Job, error)) error {

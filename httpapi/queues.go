@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/ops"
 	"github.com/jobd/jobd/store"
 )
 
@@ -47,15 +48,8 @@ func (s *server) setPaused(w http.ResponseWriter, r *http.Request, paused bool) 
 	if err := checkQueueName(name); err != nil {
 		return err
 	}
-	if err := s.store.QueueSetPaused(r.Context(), name, paused); err != nil {
+	if err := ops.SetQueuePaused(r.Context(), s.store, name, paused); err != nil {
 		return err
-	}
-	if !paused {
-		// Idle workers of every node claim at once rather than at their
-		// next poll.
-		if err := s.store.Wake(r.Context(), name); err != nil {
-			return err
-		}
 	}
 	qs, err := s.store.QueueList(r.Context())
 	if err != nil {
@@ -74,7 +68,10 @@ func (s *server) setPaused(w http.ResponseWriter, r *http.Request, paused bool) 
 	return writeJSON(w, http.StatusOK, out)
 }
 
-// checkQueueName applies the rule job.InsertParams applies to queue names.
+// CheckQueueName applies the rule job.InsertParams applies to queue
+// names: a 400 problem for a name no job could have.
+func CheckQueueName(name string) error { return checkQueueName(name) }
+
 func checkQueueName(name string) error {
 	if name == "" || len(name) > 128 || !utf8.ValidString(name) {
 		return badRequest("name", "a queue name is valid UTF-8 of 1 to 128 bytes")

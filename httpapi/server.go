@@ -1,12 +1,14 @@
 // Package httpapi serves jobd's HTTP API v1: job submission, reads, the
 // updated-since feed, live progress (long-poll and Server-Sent Events),
-// cancel and retry, queues, API keys, the dataloader-compatible trigger and
-// status routes, health, status and the OpenAPI document. Handlers speak
-// to a store.Store and contain no SQL; every error answer is an RFC 9457
-// problem document.
+// cancel and retry, queues, API keys, webhook subscriptions, the
+// dataloader-compatible trigger and status routes, health, status and the
+// OpenAPI document. Handlers speak to a store.Store (and the services of
+// processes and webhooks) and contain no SQL; every error answer is an
+// RFC 9457 problem document.
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,8 +20,11 @@ import (
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/internal/problem"
+	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/process"
+	"github.com/jobd/jobd/schedule"
 	"github.com/jobd/jobd/store"
+	"github.com/jobd/jobd/webhook"
 )
 
 // Defaults of Config.
@@ -66,6 +71,11 @@ type Config struct {
 	// backoff, as for a job that fails in the engine. jobd serve passes
 	// the engine's RetryDelay; nil uses engine.DefaultBackoff.
 	RetryDelay func(queue string, attempt int) time.Duration
+	// QueueTimeout is the default timeout of the jobs of queue that set
+	// none, applied at the remote workers' claims (store.ClaimParams
+	// DefaultTimeout), as the engine's pools apply theirs. jobd serve
+	// passes the engine's QueueTimeout; nil means none.
+	QueueTimeout func(queue string) time.Duration
 	// Async serves the async gateway's result routes (/api/v1/async/...)
 	// once this API has checked their scope; it sees the request as it
 	// came. Nil answers them 404.
@@ -82,6 +92,12 @@ type Config struct {
 	MetricsPublic bool
 	// Observer records what the API does, for metrics and traces.
 	Observer Observer
+	// Schedules applies the rules of schedules (/api/v1/schedules/...);
+	// nil makes one over Store, with Clock, Logger and MaxArgsBytes.
+	Schedules *schedule.Scheduler
+	// Webhooks serves /api/v1/webhooks (the operators' subscriptions to
+	// alerts); nil answers them 404.
+	Webhooks *webhook.Service
 }
 
 func (c Config) withDefaults() Config {
@@ -132,10 +148,40 @@ type server struct {
 	obs     Observer
 	// claims remembers the remote workers' claims until their outcomes.
 	claims claimNotes
+	// schedules holds the rules of schedules.
+	schedules *schedule.Scheduler
 }
 
 // New returns the API handler.
 func New(cfg Config) (http.Handler, error) {
+	s, err := newServer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	for _, rt := range s.routes() {
+		mux.Handle(rt.pattern(), s.wrap(rt))
+	}
+	return &root{mux: mux, s: s}, nil
+}
+
+// NewJobStream returns the handler of a job's event stream, exactly as
+// GET /api/v1/jobs/{id}/stream serves it but without its credential
+// check: for a front end that checked its own (the dashboard's session).
+// The request's path value "id" names the job.
+func NewJobStream(cfg Config) (http.Handler, error) {
+	s, err := newServer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.stream(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	}), nil
+}
+
+func newServer(cfg Config) (*server, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -149,11 +195,15 @@ func New(cfg Config) (http.Handler, error) {
 		auth:    newAuthenticator(cfg.Store, cfg.AdminSecret),
 		obs:     cfg.Observer,
 	}
-	mux := http.NewServeMux()
-	for _, rt := range s.routes() {
-		mux.Handle(rt.pattern(), s.wrap(rt))
+	s.schedules = cfg.Schedules
+	if s.schedules == nil {
+		var err error
+		s.schedules, err = schedule.New(schedule.Config{Store: cfg.Store, Clock: cfg.Clock, Logger: cfg.Logger, MaxArgsBytes: cfg.MaxArgsBytes})
+		if err != nil {
+			return nil, err
+		}
 	}
-	return &root{mux: mux, s: s}, nil
+	return s, nil
 }
 
 // route is one endpoint: its method and path, the scope it needs ("" for
@@ -181,6 +231,7 @@ func (s *server) routes() []route {
 		{"GET", "/api/v1/jobs/{id}", scopeRead, s.getJob},
 		{"POST", "/api/v1/jobs/{id}/cancel", scopeAdmin, s.cancel},
 		{"POST", "/api/v1/jobs/{id}/retry", scopeAdmin, s.retry},
+		{"POST", "/api/v1/jobs/{id}/rerun", scopeAdmin, s.rerun},
 		{"GET", "/api/v1/jobs/{id}/events", scopeRead, s.events},
 		{"GET", "/api/v1/jobs/{id}/stream", scopeRead, s.stream},
 
@@ -190,6 +241,14 @@ func (s *server) routes() []route {
 		{"GET", "/api/v1/queues", scopeRead, s.queues},
 		{"POST", "/api/v1/queues/{name}/pause", scopeAdmin, s.pauseQueue},
 		{"POST", "/api/v1/queues/{name}/resume", scopeAdmin, s.resumeQueue},
+
+		{"GET", "/api/v1/schedules", scopeRead, s.listSchedules},
+		{"GET", "/api/v1/schedules/{name}", scopeRead, s.getSchedule},
+		{"PUT", "/api/v1/schedules/{name}", scopeAdmin, s.putSchedule},
+		{"DELETE", "/api/v1/schedules/{name}", scopeAdmin, s.deleteSchedule},
+		{"POST", "/api/v1/schedules/{name}/pause", scopeAdmin, s.pauseSchedule},
+		{"POST", "/api/v1/schedules/{name}/resume", scopeAdmin, s.resumeSchedule},
+		{"POST", "/api/v1/schedules/{name}/trigger", scopeAdmin, s.triggerSchedule},
 
 		{"POST", "/api/v1/workers", scopeAdmin, s.createWorker},
 		{"GET", "/api/v1/workers", scopeAdmin, s.listWorkers},
@@ -211,6 +270,13 @@ func (s *server) routes() []route {
 		{"GET", "/api/v1/processes/{ns}/{id}", scopeRead, s.getProcess},
 		{"DELETE", "/api/v1/processes/{ns}/{id}", scopeAdmin, s.deleteProcess},
 		{"GET", "/api/v1/processes/{ns}", scopeRead, s.listProcesses},
+
+		{"POST", "/api/v1/webhooks", scopeAdmin, s.createWebhook},
+		{"GET", "/api/v1/webhooks", scopeAdmin, s.listWebhooks},
+		{"GET", "/api/v1/webhooks/{id}", scopeAdmin, s.getWebhook},
+		{"PUT", "/api/v1/webhooks/{id}", scopeAdmin, s.updateWebhook},
+		{"DELETE", "/api/v1/webhooks/{id}", scopeAdmin, s.deleteWebhook},
+		{"POST", "/api/v1/webhooks/{id}/test", scopeAdmin, s.testWebhook},
 
 		{"POST", "/api/v1/keys", scopeAdmin, s.createKey},
 		{"GET", "/api/v1/keys", scopeAdmin, s.listKeys},
@@ -282,6 +348,35 @@ func (a *Authorizer) Authorize(r *http.Request, need string) error {
 		return problem.FromError(p)
 	}
 	return err
+}
+
+// Open reports whether authentication is off (no admin secret): every
+// request passes.
+func (a *Authorizer) Open() bool { return a.a.open }
+
+// Identify returns the principal of a credential, as the API reads it
+// from "Authorization: Bearer": the admin secret or an API key that
+// exists. ok is false when cred is neither; err is the store's failure.
+func (a *Authorizer) Identify(ctx context.Context, cred string) (p Principal, ok bool, err error) {
+	if a.a.open {
+		return Principal{}, false, nil
+	}
+	return a.a.identify(ctx, cred)
+}
+
+// Key returns the principal of the API key whose public prefix is
+// prefix, if it still exists (a revoked key does not); ok is false
+// otherwise. It checks no secret: it is for a session that checked the
+// key's secret when it began.
+func (a *Authorizer) Key(ctx context.Context, prefix string) (p Principal, ok bool, err error) {
+	rec, err := a.a.store.KeyByPrefix(ctx, prefix)
+	if errors.Is(err, job.ErrNotFound) {
+		return Principal{}, false, nil
+	}
+	if err != nil {
+		return Principal{}, false, fmt.Errorf("look up API key: %w", err)
+	}
+	return principalOf(rec), true, nil
 }
 
 // wrap checks the route's scope before anything else (so that no answer

@@ -39,7 +39,12 @@ type claimNotes struct {
 	m  map[store.Lease]claimNote
 }
 
+// noteKey is the key of a claim's note: its job and token (the owner
+// an outcome names is checked by the store, not here).
+func noteKey(l store.Lease) store.Lease { return store.Lease{ID: l.ID, Token: l.Token} }
+
 func (c *claimNotes) put(l store.Lease, n claimNote) {
+	l = noteKey(l)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
@@ -59,6 +64,7 @@ func (c *claimNotes) put(l store.Lease, n claimNote) {
 }
 
 func (c *claimNotes) take(l store.Lease) (claimNote, bool) {
+	l = noteKey(l)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n, ok := c.m[l]

@@ -160,9 +160,13 @@ func (s *server) claimQueues(ctx context.Context, ex store.Executor, wk *store.W
 		if n <= 0 {
 			break
 		}
+		var timeout time.Duration
+		if s.cfg.QueueTimeout != nil {
+			timeout = s.cfg.QueueTimeout(q)
+		}
 		got, err := ex.JobClaim(ctx, store.ClaimParams{
 			Queue: q, Max: n, Owner: wk.ID, WorkerID: wk.ID,
-			Capabilities: wk.Capabilities, PreferWindow: s.cfg.PreferWindow,
+			Capabilities: wk.Capabilities, PreferWindow: s.cfg.PreferWindow, DefaultTimeout: timeout,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("claim from queue %q: %w", q, err)

@@ -51,6 +51,17 @@ type InsertParams struct {
 	// TraceParent is the W3C traceparent of the submitter's trace, for the
 	// job's executions to join it (see ValidTraceParent); "" for none.
 	TraceParent string
+	// Timeout bounds each attempt's run time at the server (see
+	// Job.Timeout); 0 for none (the queue's default, if its pool sets
+	// one, applies at the claim); at least 1s.
+	Timeout time.Duration
+	// Schedule and ScheduledFor name the schedule and the tick that make
+	// the job (see Job.Schedule); set by the schedule ticker.
+	Schedule     string
+	ScheduledFor time.Time
+	// CallbackURL is where jobd POSTs the job once it is final; "" for
+	// none (see CheckCallbackURL).
+	CallbackURL string
 }
 
 // Normalize validates p, fills its defaults in place and, for
@@ -64,13 +75,13 @@ func (p *InsertParams) Normalize(maxArgs int) (argsHash string, err error) {
 	if p.Queue == "" {
 		p.Queue = DefaultQueue
 	}
-	if err := checkName("queue", p.Queue); err != nil {
+	if err := CheckName("queue", p.Queue); err != nil {
 		return "", err
 	}
 	if p.Kind == "" {
 		return "", Invalid("kind", "is required")
 	}
-	if err := checkName("kind", p.Kind); err != nil {
+	if err := CheckName("kind", p.Kind); err != nil {
 		return "", err
 	}
 	if p.Priority == nil {
@@ -89,18 +100,17 @@ func (p *InsertParams) Normalize(maxArgs int) (argsHash string, err error) {
 	} else if p.LeaseTTL < time.Second {
 		return "", Invalid("lease_ttl", "must be at least 1s, got %s", p.LeaseTTL)
 	}
-	if len(p.Args) > maxArgs {
-		return "", Invalid("args", "is %d bytes, over the limit of %d", len(p.Args), maxArgs)
+	if p.Timeout != 0 && p.Timeout < time.Second {
+		return "", Invalid("timeout", "must be at least 1s, got %s", p.Timeout)
 	}
-	if len(bytes.TrimSpace(p.Args)) == 0 {
-		p.Args = json.RawMessage(`{}`)
+	if p.Schedule != "" {
+		if err := CheckName("schedule", p.Schedule); err != nil {
+			return "", err
+		}
 	}
-	if err := CheckJSON("args", p.Args); err != nil {
-		return "", err
-	}
-	obj, err := decodeObject(p.Args)
+	obj, err := checkArgs(&p.Args, maxArgs)
 	if err != nil {
-		return "", Invalid("args", "must be a JSON object")
+		return "", err
 	}
 	for field, v := range map[string]string{"lock_key": p.LockKey, "partition_key": p.PartitionKey, "idempotency_key": p.IdempotencyKey} {
 		if len(v) > MaxKeyBytes || CheckText(field, v) != nil {
@@ -109,6 +119,9 @@ func (p *InsertParams) Normalize(maxArgs int) (argsHash string, err error) {
 	}
 	if p.TraceParent != "" && !ValidTraceParent(p.TraceParent) {
 		return "", Invalid("trace_parent", "must be a W3C traceparent of version 00")
+	}
+	if err := CheckCallbackURL("callback_url", p.CallbackURL); err != nil {
+		return "", err
 	}
 	if p.Requires, err = NormalizeCapabilities("requires", p.Requires); err != nil {
 		return "", err
@@ -126,6 +139,58 @@ func (p *InsertParams) Normalize(maxArgs int) (argsHash string, err error) {
 	}
 }
 
+// checkArgs checks args as every store keeps them: a JSON object of at
+// most maxArgs bytes ({} when empty), and returns it decoded.
+func checkArgs(args *json.RawMessage, maxArgs int) (map[string]any, error) {
+	if len(*args) > maxArgs {
+		return nil, Invalid("args", "is %d bytes, over the limit of %d", len(*args), maxArgs)
+	}
+	if len(bytes.TrimSpace(*args)) == 0 {
+		*args = json.RawMessage(`{}`)
+	}
+	if err := CheckJSON("args", *args); err != nil {
+		return nil, err
+	}
+	obj, err := decodeObject(*args)
+	if err != nil {
+		return nil, Invalid("args", "must be a JSON object")
+	}
+	return obj, nil
+}
+
+// RerunArgs checks the args a rerun of j gives it (see Rerun) as
+// Normalize checks a submission's (maxArgs <= 0 means
+// DefaultMaxArgsBytes), and returns them ({} for empty) with the args
+// hash j then stores: the new args' when j was submitted with
+// active-duplicate dedupe (j.ArgsHash set), else "". same reports
+// whether they are j's args (equal canonical JSON), which makes the
+// rerun no change of args at all.
+func RerunArgs(j *Job, args json.RawMessage, maxArgs int) (checked json.RawMessage, hash string, same bool, err error) {
+	if maxArgs <= 0 {
+		maxArgs = DefaultMaxArgsBytes
+	}
+	obj, err := checkArgs(&args, maxArgs)
+	if err != nil {
+		return nil, "", false, err
+	}
+	old, err := decodeObject(j.Args)
+	if err != nil {
+		return nil, "", false, fmt.Errorf("args of job %s: %w", j.ID, err)
+	}
+	if j.ArgsHash != "" {
+		if hash, err = ArgsHash(j.Queue, j.Kind, obj); err != nil {
+			return nil, "", false, err
+		}
+	}
+	return args, hash, sameCanonical(obj, old), nil
+}
+
+// sameCanonical reports whether two args objects have one canonical JSON.
+func sameCanonical(a, b map[string]any) bool {
+	var x, y bytes.Buffer
+	return writeCanonical(&x, a) == nil && writeCanonical(&y, b) == nil && bytes.Equal(x.Bytes(), y.Bytes())
+}
+
 // decodeObject parses a JSON object keeping numbers exact, so that the args
 // hash of two different large integers never collides.
 func decodeObject(raw json.RawMessage) (map[string]any, error) {
@@ -141,7 +206,9 @@ func decodeObject(raw json.RawMessage) (map[string]any, error) {
 	return obj, nil
 }
 
-func checkName(field, v string) error {
+// CheckName refuses a name (of a queue, a kind, a schedule) that is over
+// 128 bytes, not UTF-8 or holds control characters.
+func CheckName(field, v string) error {
 	if len(v) > 128 || !utf8.ValidString(v) {
 		return Invalid(field, "must be valid UTF-8 of at most 128 bytes")
 	}

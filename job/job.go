@@ -100,6 +100,9 @@ type Job struct {
 	// started (see ValidTraceParent); "" for none. Each execution of the
 	// job is a span of that trace.
 	TraceParent string
+	// CallbackURL is where jobd POSTs the job once it is final (every
+	// time it becomes final: a retried job calls it again); "" for none.
+	CallbackURL string
 
 	CreatedAt  time.Time
 	StartedAt  *time.Time
@@ -109,6 +112,27 @@ type Job struct {
 	// implies that claim's journal entry (see Journal): nil before the
 	// first claim and once a later transition stored the entry.
 	AttemptedAt *time.Time
+
+	// Schedule names the schedule that made the job, and ScheduledFor is
+	// its tick (the time of the trigger, for a schedule's trigger); ""
+	// and nil for a job made otherwise.
+	Schedule     string
+	ScheduledFor *time.Time
+	// Timeout bounds the run time of each attempt at the server (0:
+	// none): Deadline, the current attempt's claim + its timeout, is when
+	// the attempt ends whatever its holder does (see TimeOut). Deadline
+	// is nil unless the job runs under a timeout (its own, or its queue's
+	// default, which the claim applied).
+	Timeout  time.Duration
+	Deadline *time.Time
+	// Rerun counts the operator's re-runs of the job (see Rerun).
+	// PreviousState and PreviousResult are the state and result the job
+	// had when it was last re-run ("" and nil before): the result stays
+	// the job's Result too until the claim of the re-run's first attempt
+	// clears it, so that readers keep the old output until then.
+	Rerun          int
+	PreviousState  State
+	PreviousResult json.RawMessage
 }
 
 // EventKind names a journal entry.
@@ -127,6 +151,8 @@ const (
 	EventRescued         EventKind = "rescued" // lease expired, returned by the reaper
 	EventLockBusy        EventKind = "lock-busy"
 	EventManualRetry     EventKind = "manual-retry"
+	EventRerunRequested  EventKind = "rerun-requested" // an operator re-ran a finished job
+	EventTimedOut        EventKind = "timed-out"       // the attempt passed its deadline
 )
 
 // Event is one entry of a job's journal.

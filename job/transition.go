@@ -15,12 +15,15 @@ import (
 // (see journal.go: a transition appends its entry to the row's stored
 // journal, except a success, whose entry the row implies).
 //
-// Four families of transitions leave a state other than by a claim:
+// Six families of transitions leave a state other than by a claim:
 //
 //   - Finish: a lease holder reports an outcome of a running job.
 //   - Rescue: the reaper takes back a running job whose lease expired.
+//   - TimeOut: the reaper ends an attempt that passed its deadline.
 //   - Cancel: an operator cancels a queued job or asks a running one to stop.
 //   - Retry: an operator puts a failed or canceled job back to queued.
+//   - Rerun: an operator puts a finished job back to queued, keeping its
+//     result readable until the claim of the new attempt.
 //
 // A cancel request wins: once it is requested, a running job never goes
 // back to the queue, whatever its holder or the reaper would do, and ends
@@ -105,6 +108,11 @@ type Facts struct {
 	AttemptedAt *time.Time
 	LeaseOwner  string
 	FinishedAt  *time.Time
+	// Rerun is the job's rerun counter (Rerun decides from it) and
+	// Timeout its own timeout (TimeOut's error names it; 0 when the
+	// deadline came from its queue's default).
+	Rerun   int
+	Timeout time.Duration
 }
 
 // AttemptsLeft reports whether the job may run again after the attempt
@@ -114,7 +122,7 @@ func (f Facts) AttemptsLeft() bool { return f.Attempt < f.MaxAttempts }
 // FactsOf returns the facts of j.
 func FactsOf(j *Job) Facts {
 	return Facts{State: j.State, Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, CancelRequested: j.CancelRequested,
-		AttemptedAt: j.AttemptedAt, LeaseOwner: j.LeaseOwner, FinishedAt: j.FinishedAt}
+		AttemptedAt: j.AttemptedAt, LeaseOwner: j.LeaseOwner, FinishedAt: j.FinishedAt, Rerun: j.Rerun, Timeout: j.Timeout}
 }
 
 // Transition is a decided change of one job: the values its row takes and
@@ -124,7 +132,8 @@ func FactsOf(j *Job) Facts {
 // sets attempted_at to AttemptedAt and appends Events to the row's stored
 // journal, deciding nothing. A job holds a lease exactly while it runs: a
 // transition out of running clears the lease token and expiry, any other
-// leaves them as they are.
+// leaves them as they are, and so does its deadline, which a transition
+// out of running clears.
 type Transition struct {
 	// From is the state the Facts had: the fence.
 	From State
@@ -158,6 +167,23 @@ type Transition struct {
 	// claim stays implied), nil after any other transition (the claim is
 	// in Events).
 	AttemptedAt *time.Time
+	// Rerun, set only by Rerun, is what a rerun changes besides: the
+	// rerun counter, the previous state, the previous result (the row's
+	// result, which it keeps) and, when given, the args.
+	Rerun *RerunChange
+}
+
+// RerunChange is what a rerun writes beyond a transition to queued.
+type RerunChange struct {
+	// Count is the job's new rerun counter.
+	Count int
+	// PreviousState is the state the job leaves; its result becomes the
+	// previous result too.
+	PreviousState State
+	// Args, when not nil, replace the job's args, and ArgsHash its args
+	// hash ("" for a job without active-duplicate dedupe).
+	Args     json.RawMessage
+	ArgsHash string
 }
 
 // Finish decides what a lease holder's outcome does to a job whose row
@@ -277,6 +303,72 @@ func Retry(f Facts, now time.Time) (Transition, error) {
 	t.requeue(now, EventManualRetry)
 	t.journal(f, now)
 	return t, nil
+}
+
+// TimedOut is the error and journal detail of an attempt that passed its
+// deadline (TimeOut); timeout, when known, is named.
+func TimedOut(timeout time.Duration) string {
+	if timeout <= 0 {
+		return "timed out: the attempt passed its deadline"
+	}
+	return "timed out after " + timeout.String()
+}
+
+// TimeOut decides what becomes of a running job whose attempt passed its
+// deadline (claim + timeout): the attempt is over whatever its holder
+// does, its writes refused like a lost lease's. Back to queued at
+// now + retryDelay while attempts are left, else failed; journaled
+// "timed-out" either way, with the error (and last error) TimedOut
+// says; a cancel request wins (cancelWins: "canceled").
+func TimeOut(f Facts, now time.Time, retryDelay time.Duration) (Transition, error) {
+	if f.State != StateRunning {
+		return Transition{}, fmt.Errorf("time out a %s job: %w", f.State, ErrWrongState)
+	}
+	reason := TimedOut(f.Timeout)
+	t := leaveRunning(f)
+	t.Event.Detail = reason
+	t.LastError = &reason
+	if f.AttemptsLeft() {
+		t.requeue(now.Add(max(retryDelay, 0)), EventTimedOut)
+	} else {
+		t.end(StateFailed, now)
+		t.Event.Kind = EventTimedOut
+	}
+	t = cancelWins(f, t, now)
+	t.journal(f, now)
+	return t, nil
+}
+
+// Rerun decides an operator's rerun of a finished job (succeeded, failed
+// or canceled): queued again, due now, its attempts and cancel request
+// reset, its rerun counter incremented, its state and result kept as the
+// previous ones ("rerun-requested", naming attempt 0, detail "rerun N").
+// The result stays the job's result, readable, until the claim of the
+// new attempt clears it (and hands it to the handler as the previous
+// result). newArgs, when not nil, become the job's args, with argsHash.
+//
+// A rerun is idempotent: a job queued or running because of a rerun
+// (rerun counter above 0, not finished since) is re-run already, and a
+// rerun of it without different args (sameArgs: none given, or equal to
+// the job's) returns write false and writes nothing, not even a journal
+// entry. Any other rerun of a queued or running job is ErrWrongState.
+func Rerun(f Facts, now time.Time, newArgs json.RawMessage, argsHash string, sameArgs bool) (t Transition, write bool, err error) {
+	if !f.State.Final() {
+		if f.Rerun > 0 && sameArgs {
+			return Transition{}, false, nil
+		}
+		return Transition{}, false, fmt.Errorf("job is %s: %w", f.State, ErrWrongState)
+	}
+	t = Transition{From: f.State}
+	t.requeue(now, EventRerunRequested)
+	t.Rerun = &RerunChange{Count: f.Rerun + 1, PreviousState: f.State}
+	t.Event.Detail = fmt.Sprintf("rerun %d", f.Rerun+1)
+	if newArgs != nil && !sameArgs {
+		t.Rerun.Args, t.Rerun.ArgsHash = newArgs, argsHash
+		t.Event.Detail += " with new args"
+	}
+	t.journal(f, now)
+	return t, true, nil
 }
 
 // RequestsCancel reports whether t asks the job's running holder to stop:

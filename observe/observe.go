@@ -97,6 +97,9 @@ type Jobs interface {
 	// Rescued records jobs whose expired leases this node's reaper took
 	// back.
 	Rescued(jobs int)
+	// TimedOut records jobs whose attempts passed their deadline that
+	// this node's reaper ended (job.TimeOut).
+	TimedOut(jobs int)
 }
 
 // KindRecorder records the executions of the jobs of one queue and kind.
@@ -107,6 +110,10 @@ type KindRecorder interface {
 	// Finished records an execution's outcome, ran after it started (a
 	// negative ran when that is not known).
 	Finished(o Outcome, ran time.Duration)
+	// Abandoned records a handler still running past its job's deadline
+	// and the engine's grace, which the engine stopped counting against
+	// its pool.
+	Abandoned()
 }
 
 // HTTP records the HTTP API's requests.
@@ -125,6 +132,32 @@ type Gateway interface {
 	// answer came (a connection error, a timeout), and its duration.
 	UpstreamCall(upstream string, status int, took time.Duration)
 }
+
+// Webhooks records the attempts of webhook deliveries.
+type Webhooks interface {
+	// WebhookAttempt records one attempt of a delivery of event (an
+	// api.Event… type: a bounded set), its outcome (one of the
+	// Webhook… outcomes) and its duration.
+	WebhookAttempt(event, outcome string, took time.Duration)
+}
+
+// The outcomes of a webhook delivery's attempt.
+const (
+	// WebhookDelivered: the receiver answered 2xx.
+	WebhookDelivered = "delivered"
+	// WebhookRetried: it failed and will be tried again.
+	WebhookRetried = "retried"
+	// WebhookFailed: it failed for good (a 4xx, its attempts used up).
+	WebhookFailed = "failed"
+	// WebhookRefused: a callback's address is not allowed.
+	WebhookRefused = "refused"
+	// WebhookSkipped: nothing to send any more (the callback's job was
+	// retried or removed since, the subscription deleted).
+	WebhookSkipped = "skipped"
+)
+
+// WebhookOutcomes lists every outcome of a webhook attempt.
+var WebhookOutcomes = []string{WebhookDelivered, WebhookRetried, WebhookFailed, WebhookRefused, WebhookSkipped}
 
 // Stage is a stage of a durable process's task, named after the
 // progressor's histograms.
@@ -212,6 +245,7 @@ var (
 	_ HTTP         = Nop{}
 	_ Gateway      = Nop{}
 	_ Process      = Nop{}
+	_ Webhooks     = Nop{}
 	_ Tracer       = Nop{}
 	_ Span         = Nop{}
 )
@@ -230,6 +264,12 @@ func (Nop) FinishBatch(int, time.Duration) {}
 
 // Rescued does nothing.
 func (Nop) Rescued(int) {}
+
+// TimedOut does nothing.
+func (Nop) TimedOut(int) {}
+
+// Abandoned does nothing.
+func (Nop) Abandoned() {}
 
 // Started does nothing.
 func (Nop) Started(time.Duration) {}
@@ -259,3 +299,6 @@ func (Nop) Inject(context.Context, http.Header) {}
 
 // End does nothing.
 func (Nop) End(Outcome, string, time.Time) {}
+
+// WebhookAttempt does nothing.
+func (Nop) WebhookAttempt(string, string, time.Duration) {}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jobd/jobd/clock"
@@ -124,6 +125,16 @@ func New(st store.Store, e *engine.Engine, queue string, spaces []Namespace, opt
 
 // Has reports whether ns is a configured namespace.
 func (r *Runner) Has(ns string) bool { _, ok := r.spaces[ns]; return ok }
+
+// Namespaces returns the names of the runner's namespaces, sorted.
+func (r *Runner) Namespaces() []string {
+	names := make([]string, 0, len(r.spaces))
+	for ns := range r.spaces {
+		names = append(names, ns)
+	}
+	slices.Sort(names)
+	return names
+}
 
 // LockKey is the lock_key of every task of process ns/id.
 func LockKey(ns, id string) string { return "process:" + ns + "/" + id }

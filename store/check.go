@@ -33,6 +33,26 @@ func CheckCheckpoint(checkpoint json.RawMessage) error {
 	return job.CheckJSON("checkpoint", checkpoint)
 }
 
+// CheckScan refuses a ScanLimit that is negative or set on a page that
+// is not newest first (the feed, oldest first).
+func CheckScan(p ListParams) error {
+	switch {
+	case p.ScanLimit < 0:
+		return job.Invalid("scan_limit", "must be >= 0, got %d", p.ScanLimit)
+	case p.ScanLimit > 0 && (p.UpdatedSince != nil || p.OldestFirst):
+		return job.Invalid("scan_limit", "bounds only a newest-first page, not the feed or oldest first")
+	}
+	return nil
+}
+
+// ScanBounded reports whether a page of p reads the bound of its scan
+// (ListParams.ScanLimit): a newest-first page with a limit and filters
+// that not every job matches, none of them an idempotency key.
+func ScanBounded(p ListParams) bool {
+	filtered := p.Queue != "" || p.Kind != "" || len(p.States) > 0 || p.LockKey != "" || p.PartitionKey != ""
+	return p.ScanLimit > 0 && p.Limit > 0 && filtered && p.IdempotencyKey == ""
+}
+
 // CheckKey refuses an API key record without its id, prefix or hash.
 func CheckKey(key APIKey) error {
 	if key.ID == "" || key.Prefix == "" || len(key.Hash) == 0 {
@@ -62,6 +82,26 @@ func CheckTaskResult(r ProcessTaskResult) error {
 	for i, e := range r.Events {
 		if !json.Valid(e) {
 			return job.Invalid("events", "event %d must be JSON", i)
+		}
+	}
+	return nil
+}
+
+// CheckWebhook refuses a subscription without its id, URL, events or
+// secret, or with text no store keeps (NUL, invalid UTF-8). What makes a
+// URL or an event valid is package webhook's to say.
+func CheckWebhook(w Webhook, create bool) error {
+	if w.ID == "" || w.URL == "" || len(w.Events) == 0 || (create && w.Secret == "") {
+		return job.Invalid("webhook", "id, url, events and secret are required")
+	}
+	for field, v := range map[string]string{"id": w.ID, "url": w.URL, "secret": w.Secret, "filter.queue": w.Queue, "filter.kind": w.Kind} {
+		if err := job.CheckText(field, v); err != nil {
+			return err
+		}
+	}
+	for _, e := range w.Events {
+		if err := job.CheckText("events", e); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -29,11 +30,13 @@ func OwnerOf(l Lease, owner string) string {
 }
 
 // Decided is a transition decided for a held job, for a driver to apply
-// fenced by its lease: state running and the lease token.
+// fenced by its lease: state running and the lease token. Alert is the
+// outbox event it records with it (AlertOf), "" for none.
 type Decided struct {
 	Lease
 	Queue string
 	job.Transition
+	Alert string
 }
 
 // DecideFinish decides what each outcome does (job.Finish), at now, given
@@ -63,7 +66,7 @@ func DecideFinish(outcomes []Outcome, held []Held, now time.Time) ([]Decided, []
 		if err != nil {
 			return nil, nil, fmt.Errorf("finish job %s: %w", o.ID, err)
 		}
-		decided = append(decided, Decided{Lease: h.Lease, Queue: h.Queue, Transition: t})
+		decided = append(decided, Decided{Lease: h.Lease, Queue: h.Queue, Transition: t, Alert: AlertOf(t)})
 		results[i] = resultOf(t)
 	}
 	return decided, results, nil
@@ -78,9 +81,46 @@ func DecideRescue(held []Held, now time.Time) ([]Decided, error) {
 		if err != nil {
 			return nil, fmt.Errorf("rescue job %s: %w", h.ID, err)
 		}
+		decided[i] = Decided{Lease: h.Lease, Queue: h.Queue, Transition: t, Alert: AlertOf(t)}
+	}
+	return decided, nil
+}
+
+// DecideTimeOut decides what becomes of held jobs whose attempts passed
+// their deadline (job.TimeOut), at now; retryDelay (nil for none) times
+// the retries.
+func DecideTimeOut(held []Held, now time.Time, retryDelay func(queue string, attempt int) time.Duration) ([]Decided, error) {
+	decided := make([]Decided, len(held))
+	for i, h := range held {
+		var delay time.Duration
+		if retryDelay != nil {
+			delay = retryDelay(h.Queue, h.Attempt)
+		}
+		t, err := job.TimeOut(h.Facts, now, delay)
+		if err != nil {
+			return nil, fmt.Errorf("time out job %s: %w", h.ID, err)
+		}
 		decided[i] = Decided{Lease: h.Lease, Queue: h.Queue, Transition: t}
 	}
 	return decided, nil
+}
+
+// DecideRerun decides a rerun of cur, read with its row locked, at now
+// (job.Rerun), checking the new args of params first (job.RerunArgs;
+// maxArgs as for an insert). write is false for a rerun that changes
+// nothing.
+func DecideRerun(cur *job.Job, params RerunParams, now time.Time, maxArgs int) (t job.Transition, write bool, err error) {
+	var (
+		args json.RawMessage
+		hash string
+		same = true
+	)
+	if params.Args != nil {
+		if args, hash, same, err = job.RerunArgs(cur, params.Args, maxArgs); err != nil {
+			return job.Transition{}, false, err
+		}
+	}
+	return job.Rerun(job.FactsOf(cur), now, args, hash, same)
 }
 
 // SucceededOnce reports whether outcomes are all successes of distinct

@@ -1,6 +1,10 @@
 package store
 
-import "time"
+import (
+	"time"
+
+	"github.com/jobd/jobd/job"
+)
 
 // HealthParams bounds QueueHealth.
 type HealthParams struct {
@@ -88,4 +92,14 @@ type PoolStats struct {
 // PoolReporter is a store that reports its connection pools.
 type PoolReporter interface {
 	PoolStats() []PoolStats
+}
+
+// Throughput is how many jobs of one queue reached one final state in one
+// minute (QueueThroughput).
+type Throughput struct {
+	Queue string
+	// Minute is the start of the minute, in UTC.
+	Minute time.Time
+	State  job.State
+	Count  int64
 }

@@ -88,6 +88,8 @@ type Executor interface {
 	KeyStore
 	WorkerStore
 	ProcessStore
+	ScheduleStore
+	WebhookStore
 	// Wake tells the workers of queues, on every node sharing the
 	// database, that jobs may be available: at once, or, inside a
 	// transaction, once it commits.
@@ -108,7 +110,7 @@ type JobStore interface {
 	// JobGet returns one job, or job.ErrNotFound.
 	JobGet(ctx context.Context, id uuid.UUID) (*job.Job, error)
 	// JobList returns jobs matching the filter and the total count of
-	// matches (ignoring Limit and the cursor).
+	// matches (ignoring Limit and the cursor), unless NoTotal.
 	JobList(ctx context.Context, params ListParams) (*ListResult, error)
 	// JobEvents returns a job's journal, oldest first, each entry's ID its
 	// position (1, 2, 3… per job); an unknown job has none (and no error).
@@ -119,7 +121,11 @@ type JobStore interface {
 	// JobClaim moves up to Max available jobs of Queue from queued to
 	// running, best first (priority ascending, then run_at, then id), with
 	// attempt+1, a fresh lease token each, the lease owner and an expiry of
-	// now + the job's lease TTL. A job is available when queued, its run_at
+	// now + the job's lease TTL. A job with a timeout (its own, else
+	// DefaultTimeout) gets the deadline now + that timeout, which its
+	// lease never outlives, here nor at any renewal. The claim clears the
+	// job's result (a re-run's, kept readable until now; the claimed job
+	// carries it as PreviousResult). A job is available when queued, its run_at
 	// has passed, its queue is not paused, and no running job holds its
 	// lock_key; of several available jobs sharing a lock_key at most one is
 	// claimed. Concurrent claimers, on any node, never receive the same job
@@ -127,8 +133,9 @@ type JobStore interface {
 	JobClaim(ctx context.Context, params ClaimParams) ([]*job.Job, error)
 	// JobHeartbeat extends the leases still held (state running, token
 	// current, and owned by the lease's Owner, or by owner for a lease
-	// that names none, unless that is empty too) to now + each job's
-	// lease TTL and sets heartbeat_at; it does not change updated_at nor
+	// that names none, unless that is empty too, and the attempt's
+	// deadline, if any, not passed) to now + each job's lease TTL, or its
+	// deadline when that comes first, and sets heartbeat_at; it does not change updated_at nor
 	// the lease owner. It reports, for each lease in order,
 	// whether it is still held and whether cancel was requested.
 	JobHeartbeat(ctx context.Context, owner string, leases []Lease) ([]HeartbeatResult, error)
@@ -146,7 +153,9 @@ type JobStore interface {
 	// A cancel request wins: a job whose cancel was requested and whose
 	// holder reports a failure (retryable or not) or a release ends
 	// canceled (journal "canceled"), never queued again; a success still
-	// succeeds.
+	// succeeds. A job it makes final that has a callback URL records a
+	// WebhookCallback event in the outbox, and one it fails for good a
+	// WebhookJobFailed event (see WebhookStore), in the same transaction.
 	JobFinish(ctx context.Context, outcomes []Outcome) ([]FinishResult, error)
 
 	// JobCancel cancels a queued job at once (state canceled, journal
@@ -154,7 +163,9 @@ type JobStore interface {
 	// "cancel-requested"), and returns the job (job.Cancel). It is
 	// idempotent: for a running job whose cancel was already requested it
 	// returns the job and writes nothing. job.ErrWrongState when the job
-	// is already final. Asking a running job to stop notifies its holder
+	// is already final. Canceling a queued job that has a callback URL
+	// records its WebhookCallback event (see WebhookStore) in the same
+	// transaction. Asking a running job to stop notifies its holder
 	// at once, whatever its node (see Listen), once the request has
 	// committed.
 	JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error)
@@ -163,16 +174,40 @@ type JobStore interface {
 	// otherwise, job.ErrDuplicate when an active twin (same args hash)
 	// exists.
 	JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error)
+	// JobRerun puts a finished job (succeeded, failed or canceled) back
+	// to queued (job.Rerun): due now, attempts and cancel request reset,
+	// its rerun counter incremented, its state and result kept as
+	// previous_state and previous_result, and its result kept as the
+	// result, readable, until the claim of the new attempt clears it
+	// (JobClaim). params.Args, when set, replace the args (checked as a
+	// submission's; the args hash follows for a job with active-duplicate
+	// dedupe). job.ErrDuplicate when an active twin (same args hash)
+	// exists. A rerun of a job queued or running because of an earlier
+	// rerun, without different args, returns it and writes nothing (so
+	// that two concurrent reruns make one); of any other queued or
+	// running job, job.ErrWrongState.
+	JobRerun(ctx context.Context, id uuid.UUID, params RerunParams) (*job.Job, error)
 
 	// JobRescue takes running jobs whose lease expired (lease_expires_at <=
 	// now) back (job.Rescue): to queued (run_at now, journal "rescued"), or
 	// to failed when they used all their attempts (journal "failed"), or to
 	// canceled when their cancel was requested (journal "canceled"). At
-	// most limit jobs per call.
+	// most limit jobs per call. Each records its outbox events as JobFinish
+	// does, and WebhookJobRescued for a job put back in its queue.
 	JobRescue(ctx context.Context, limit int) (int, error)
+	// JobTimeOut ends the attempts of running jobs whose deadline passed
+	// (deadline <= now; see JobClaim) (job.TimeOut): back to queued at
+	// now + params.RetryDelay while attempts are left, else failed; last
+	// error "timed out after …", journal "timed-out"; canceled when their
+	// cancel was requested. A running job whose deadline passed holds no
+	// lease any more (JobHeartbeat, JobSetProgress, JobSetCheckpoint and
+	// JobFinish refuse it), and JobRescue leaves it to JobTimeOut. At most
+	// params.Limit jobs per call.
+	JobTimeOut(ctx context.Context, params TimeOutParams) (int, error)
 	// JobPrune deletes finished jobs (succeeded, failed, canceled) whose
 	// finished_at is before before, and their events. At most limit jobs
-	// per call.
+	// per call; and up to limit outbox events older than before (see
+	// WebhookStore), which nobody dispatched.
 	JobPrune(ctx context.Context, before time.Time, limit int) (int, error)
 	// JobPruneQueue is JobPrune for the jobs of one queue: it deletes
 	// finished jobs of queue whose finished_at is before before, and their
@@ -209,6 +244,12 @@ type QueueStore interface {
 	// indexes of the active jobs, never the finished ones: its cost grows
 	// with the active jobs, not with the table.
 	QueueHealth(ctx context.Context, params HealthParams) (*Health, error)
+	// QueueThroughput counts the jobs that finished (succeeded, failed or
+	// canceled) at or after since, by queue, minute of finished_at (UTC,
+	// the minute's start) and state, ordered by queue, minute and state.
+	// It reads only the jobs finished since (an index range): its cost
+	// grows with the window's jobs, not with the table.
+	QueueThroughput(ctx context.Context, since time.Time) ([]Throughput, error)
 }
 
 // LeaderStore elects, per duty, the node that runs it.
@@ -263,7 +304,8 @@ type WorkerStore interface {
 	// last heartbeat (or creation, if it never beat) is at or before
 	// cutoff, each by an update conditional on that, so that a heartbeat
 	// committed first wins and one committed after brings the worker back.
-	// It returns how many it marked.
+	// It returns how many it marked. Each worker it marks records a
+	// WebhookWorkerOffline event in the outbox, in the same transaction.
 	WorkerMarkOffline(ctx context.Context, cutoff time.Time) (int, error)
 }
 
@@ -344,6 +386,9 @@ type ClaimParams struct {
 	// PreferWindow: see Capabilities. Zero means no window: a job's
 	// prefers never hold it back.
 	PreferWindow time.Duration
+	// DefaultTimeout is the queue's default timeout, which bounds the
+	// attempts of the jobs without a timeout of their own; 0 for none.
+	DefaultTimeout time.Duration
 	// After, when set, limits the claim to jobs that come after it in
 	// claim order (priority, run_at, id). A claimer draining a backlog
 	// passes the last job of its previous claim, so that the claim starts
@@ -352,6 +397,21 @@ type ClaimParams struct {
 	// whenever a job may have become available ahead of it (a wake-up, a
 	// poll, a short claim).
 	After *ClaimCursor
+}
+
+// RerunParams says what JobRerun changes besides the state.
+type RerunParams struct {
+	// Args, when not nil, replace the job's args.
+	Args json.RawMessage
+}
+
+// TimeOutParams says what JobTimeOut takes.
+type TimeOutParams struct {
+	// Limit caps the jobs of one call.
+	Limit int
+	// RetryDelay is how long a job of queue waits before its next attempt
+	// after its attempt-th attempt timed out; nil for none.
+	RetryDelay func(queue string, attempt int) time.Duration
 }
 
 // ClaimCursor is a position in claim order.
@@ -369,8 +429,8 @@ func CursorOf(j *job.Job) *ClaimCursor {
 // Lease identifies a claim: the job, the token its claim issued and the
 // claimer. Every write of a lease holder (JobSetProgress,
 // JobSetCheckpoint, JobFinish, ProcessTaskFinish) is fenced by the job's
-// state (running), its current token and, when Owner is not empty, its
-// lease owner: a write whose lease differs in any of them changes nothing
+// state (running), its current token, its deadline (an attempt past it
+// holds no lease) and, when Owner is not empty, its lease owner: a write whose lease differs in any of them changes nothing
 // and reports the lease lost, so that a remote worker that learnt another
 // one's token still cannot write for it.
 type Lease struct {
@@ -439,6 +499,9 @@ type ListParams struct {
 	States       []job.State
 	LockKey      string
 	PartitionKey string
+	// IdempotencyKey finds the job submitted with that key (there is at
+	// most one, found by its unique index).
+	IdempotencyKey string
 	// UpdatedSince switches to feed order: jobs with updated_at >=
 	// UpdatedSince, ascending by (updated_at, id). Otherwise jobs come
 	// newest first (id descending).
@@ -462,6 +525,22 @@ type ListParams struct {
 	After *Cursor
 	// Limit caps the rows returned; 0 returns only the count.
 	Limit int
+	// NoTotal skips the count of the matches, which reads every matching
+	// row (a page reads only its own): Total is then -1. A listing of a
+	// large table that does not show a total sets it.
+	NoTotal bool
+	// ScanLimit bounds the work of a newest-first page (neither
+	// UpdatedSince nor OldestFirst, which it cannot be combined with): the
+	// page looks at most at the ScanLimit newest jobs after the cursor,
+	// matching the filters or not, so that a filter few jobs match costs
+	// one bounded range of the primary key per page instead of a walk of
+	// the table. When those jobs hold fewer than Limit matches and the
+	// scan did not reach the oldest job, ListResult.ScannedTo says where
+	// it stopped, and the next page continues from there. 0: no bound. It
+	// bounds nothing on a page without filters (every job matches) or
+	// with an IdempotencyKey (its job is found by its index): see
+	// ScanBounded.
+	ScanLimit int
 }
 
 // Cursor marks the last job of a page.
@@ -472,8 +551,15 @@ type Cursor struct {
 
 // ListResult is one page of jobs and the total number of matches.
 type ListResult struct {
-	Jobs  []*job.Job
+	Jobs []*job.Job
+	// Total is -1 when ListParams.NoTotal skipped the count.
 	Total int64
+	// ScannedTo is set when ListParams.ScanLimit ended the scan before the
+	// page was full: the id of the oldest job it looked at (matching or
+	// not). The next page continues after it (ListParams.After), and more
+	// jobs may match beyond it. Nil when the page is full or the scan
+	// found fewer jobs than ScanLimit (it reached the oldest one).
+	ScannedTo *uuid.UUID
 }
 
 // QueueInfo describes one queue.

@@ -456,17 +456,10 @@ type knownDefect struct {
 	matches func(exchange) bool
 }
 
-var knownDefects = []knownDefect{{
-	// A claim over several queues is one transaction: when two claimers
-	// race for one lock_key, the loser's unique violation on
-	// jobd_jobs_lock is not retried inside it (JobClaim retries only in a
-	// transaction of its own) and the claim answers 500. Nothing is
-	// claimed; the worker backs off (up to 30 s), which slows the drain.
-	name: "500 on a claim over several queues that lost a race for a lock_key (jobd_jobs_lock unique violation)",
-	matches: func(ex exchange) bool {
-		return ex.route == routeClaim && ex.status == 500 && ex.problem == api.ProblemInternal
-	},
-}}
+// knownDefects lists the defects the tier found that are not fixed yet:
+// none. (The first, a 500 on a claim over several queues that lost a
+// race for a lock_key, is fixed: such a claim retries from a savepoint.)
+var knownDefects []knownDefect
 
 // knownDefectOf returns the known defect that explains ex, if one does.
 func knownDefectOf(ex exchange) (knownDefect, bool) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jobd/jobd/internal/buildinfo"
 	"github.com/jobd/jobd/internal/testsignal"
+	"github.com/jobd/jobd/store"
 )
 
 // Env is what a command may touch of the outside world.
@@ -26,6 +27,9 @@ type Env struct {
 
 	// signals are what the package's tests wait for.
 	signals envSignals
+	// wrapStore, when set, wraps the store serve opens (a test watches
+	// the writes of a serve it runs in a subprocess).
+	wrapStore func(store.Store) store.Store
 }
 
 // envSignals are the points of the commands that tests wait for (see

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 
 var benchCommand = &Command{
 	Name:    "bench",
-	Usage:   "jobd bench [--database URL] [--mode all|" + strings.Join(bench.Modes, "|") + "] [--jobs N] [--duration D] [--json] [--metrics] [--tracing]",
+	Usage:   "jobd bench [--database URL] [--mode all|" + strings.Join(append(slices.Clone(bench.Modes), bench.Named...), "|") + "] [--jobs N] [--duration D] [--json] [--metrics] [--tracing]",
 	Summary: "measure throughput, latency and backlog sensitivity on a store",
 	Run:     runBench,
 }
@@ -26,9 +27,9 @@ func init() { commands = append(commands, benchCommand) }
 func runBench(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "bench")
 	database := fs.String("database", defaultDatabase, "postgres://… or sqlite:PATH")
-	mode := fs.String("mode", "all", "all, "+strings.Join(bench.Modes, ", ")+", "+bench.ModeSteady+" or "+bench.ModeProcess+" (the last two not part of all)")
-	jobs := fs.Int("jobs", 200_000, "backlog size of the throughput mode")
-	duration := fs.Duration("duration", 30*time.Second, "length of the continuous and latency modes")
+	mode := fs.String("mode", "all", "all ("+strings.Join(bench.Modes, ", ")+"), or one of those or "+strings.Join(bench.Named, ", ")+" (not part of all)")
+	jobs := fs.Int("jobs", 200_000, "backlog size of the throughput and vacuum modes")
+	duration := fs.Duration("duration", 30*time.Second, "length of the continuous, latency and steady modes")
 	concurrency := fs.Int("concurrency", 1000, "worker goroutines")
 	rate := fs.Int("rate", 100, "latency mode: single inserts per second")
 	keep := fs.Bool("keep", false, "leave the bench queue's jobs in the database")
@@ -39,7 +40,7 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	if !bench.ValidMode(*mode) {
-		return usageError("--mode must be all or one of %s", strings.Join(bench.Modes, ", "))
+		return usageError("--mode must be all or one of %s", strings.Join(append(slices.Clone(bench.Modes), bench.Named...), ", "))
 	}
 	logger := newLogger(env, "warn", "text", urlSecrets(*database))
 	st, err := openStore(ctx, *database, logger)

@@ -22,6 +22,7 @@ import (
 	"github.com/jobd/jobd/observe"
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/remote"
+	"github.com/jobd/jobd/schedule"
 	"github.com/jobd/jobd/store"
 )
 
@@ -38,7 +39,7 @@ type serveFlags struct {
 	database, listen, workers, node, adminSecret string
 	tlsCert, tlsKey                              string
 	logLevel, logFormat                          string
-	shutdownTimeout, retention                   time.Duration
+	shutdownTimeout, retention, abandonGrace     time.Duration
 	heartbeat, poll, reaper, progress            time.Duration
 	workerOffline, preferWindow, workerRetry     time.Duration
 	maxBody, maxArgs                             int
@@ -51,6 +52,12 @@ type serveFlags struct {
 
 	// Durable processes' HTTP processors, as JSON.
 	processors string
+
+	// Periodic jobs, as JSON.
+	schedules string
+
+	// Webhooks: alerts and callbacks.
+	hooks webhookFlags
 
 	// Metrics.
 	metricsListen  string
@@ -82,6 +89,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "how long running jobs may finish on SIGTERM before they are released")
 	fs.DurationVar(&f.retention, "retention", d.Retention, "finished jobs and their events are pruned after this")
+	fs.DurationVar(&f.abandonGrace, "abandon-grace", d.AbandonGrace, "a handler still running this long past its job's deadline no longer counts against its pool")
 	fs.DurationVar(&f.heartbeat, "heartbeat-interval", d.HeartbeatInterval, "lease renewal period of running jobs")
 	fs.DurationVar(&f.poll, "poll-interval", d.PollInterval, "safety-net claim poll of idle workers")
 	fs.DurationVar(&f.reaper, "reaper-interval", d.ReaperInterval, "period of the expired-lease reaper")
@@ -97,11 +105,13 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.asyncMaxPending, "async-max-pending", gateway.DefaultMaxPending, "async gateway: queued or running requests beyond which a new one gets 503")
 	fs.DurationVar(&f.asyncResultTTL, "async-result-ttl", gateway.DefaultResultTTL, "async gateway: unfetched results are removed after this")
 	fs.Int64Var(&f.asyncMaxResponse, "async-max-response", gateway.DefaultMaxResponseBytes, "async gateway: largest stored response body in bytes; a larger one fails its request")
+	fs.StringVar(&f.schedules, "schedules", "", `periodic jobs as JSON [{"name":N,"cron":"0 3 * * *","timezone":"Europe/Berlin","job":{"kind":K,…},"overlap":"skip","catch_up":"one"}]; they win over the API's schedules of their names (env JOBD_SCHEDULES)`)
 	fs.StringVar(&f.processors, "processors", "", `durable processes: HTTP processors as JSON [{"namespace":NS,"url":URL,"timeout":"30s"}] (env JOBD_PROCESSORS)`)
 	fs.IntVar(&f.asyncConc, "async-concurrency", gateway.DefaultConcurrency, "async gateway: upstream calls this node makes at once (the gateway queue's worker pool)")
 	fs.StringVar(&f.metricsListen, "metrics-listen", "", "also serve GET /metrics on this address (it is always on the API's --listen)")
 	fs.BoolVar(&f.metricsPublic, "metrics-public", false, "serve /metrics without a credential even with --admin-secret")
 	fs.DurationVar(&f.healthInterval, "queue-health-interval", telemetry.DefaultHealthInterval, "refresh period of the queue health gauges of /metrics (one store query each)")
+	f.hooks.register(fs)
 }
 
 // gatewayQueue adds the gateway's worker pool to queues unless --workers
@@ -162,10 +172,21 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		}
 		queues = processQueue(queues)
 	}
+	var scheduleDefs []schedule.Definition
+	if f.schedules != "" {
+		if scheduleDefs, err = schedule.ParseConfig([]byte(f.schedules), f.maxArgs); err != nil {
+			return usageError("--schedules: %v", err)
+		}
+	}
 	if f.healthInterval <= 0 {
 		return usageError("--queue-health-interval must be positive")
 	}
+	if err := f.hooks.check(); err != nil {
+		return usageError("%v", err)
+	}
+	queues = f.hooks.queue(queues)
 	secrets := f.secrets(upstreams, spaces)
+	f.hooks.addSecrets(secrets)
 	logger := newLogger(env, f.logLevel, f.logFormat, secrets)
 	tracer, stopTracing, err := startTracing(ctx, env, logger, secrets)
 	if err != nil {
@@ -178,6 +199,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer st.Close()
+	if env.wrapStore != nil {
+		st = env.wrapStore(st)
+	}
 	if err := st.Migrate(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
@@ -194,7 +218,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	eng, err = engine.New(engine.Config{
 		Store: st, Queues: queues, Node: f.node, Logger: logger, Observer: metrics, Tracer: tracer,
 		HeartbeatInterval: f.heartbeat, PollInterval: f.poll, ReaperInterval: f.reaper,
-		ProgressInterval: f.progress, Retention: f.retention, ShutdownTimeout: f.shutdownTimeout,
+		ProgressInterval: f.progress, Retention: f.retention, ShutdownTimeout: f.shutdownTimeout, AbandonGrace: f.abandonGrace,
 		// The remote workers' long-polling claims share the engine's Listen.
 		Listen: true, PreferWindow: f.preferWindow,
 	})
@@ -210,14 +234,29 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if err := eng.AddDuty(sweep); err != nil {
 		return err
 	}
+	scheduler, err := schedule.New(schedule.Config{Store: st, Logger: logger, MaxArgsBytes: f.maxArgs})
+	if err != nil {
+		return err
+	}
+	if err := scheduler.ApplyConfig(ctx, scheduleDefs); err != nil {
+		return fmt.Errorf("--schedules: %w", err)
+	}
+	if err := eng.AddDuty(scheduler.Duty()); err != nil {
+		return err
+	}
 	builtin.Register(eng)
+	hooks, err := f.hooks.start(ctx, st, eng, logger, secrets, metrics)
+	if err != nil {
+		return err
+	}
 	health := metrics.WatchHealth(telemetry.HealthConfig{Source: st, Interval: f.healthInterval, Logger: logger})
 	apiCfg := httpapi.Config{
 		Store: st, Logger: logger, Version: buildinfo.Version(), AdminSecret: f.adminSecret,
 		MaxBodyBytes: int64(f.maxBody), MaxArgsBytes: f.maxArgs,
-		Wakeups: eng.Subscribe, PreferWindow: f.preferWindow, RetryDelay: eng.RetryDelay,
-		Metrics: metrics.Handler(), MetricsPublic: f.metricsPublic,
+		Wakeups: eng.Subscribe, PreferWindow: f.preferWindow, RetryDelay: eng.RetryDelay, QueueTimeout: eng.QueueTimeout,
+		Metrics: metrics.Handler(), MetricsPublic: f.metricsPublic, Schedules: scheduler,
 		Observer: httpapi.Observer{Jobs: metrics, HTTP: metrics, Process: metrics, Tracer: tracer},
+		Webhooks: hooks,
 	}
 	if f.workerRetry != 0 {
 		logger.Warn("--worker-retry-delay (JOBD_WORKER_RETRY_DELAY) is deprecated and ignored: a job a remote worker fails as retryable waits its queue's backoff, as in the engine (--workers \"backoff\"), unless the worker sends retry_after")
@@ -255,6 +294,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 			names[i] = u.Name
 		}
 		logger.Info("async gateway on", "upstreams", strings.Join(names, ","))
+	}
+	if handler, err = withDashboard(apiCfg, handler, health, eng, gw, logger); err != nil {
+		return usageError("%v", err)
 	}
 	handler = httpapi.Instrument(handler, httpapi.InstrumentConfig{Logger: logger, Observer: metrics})
 

@@ -27,7 +27,7 @@ func runSubmit(ctx context.Context, env *Env, args []string) error {
 	cf.register(fs)
 	var req api.SubmitRequest
 	var runAt string
-	var delay, leaseTTL time.Duration
+	var delay, leaseTTL, timeout time.Duration
 	var unique, wait bool
 	fs.StringVar(&req.Queue, "queue", "", "queue (default \"default\")")
 	fs.Func("priority", "priority, lower runs first (default 100)", func(v string) error {
@@ -42,9 +42,11 @@ func runSubmit(ctx context.Context, env *Env, args []string) error {
 	fs.DurationVar(&delay, "delay", 0, "run after this delay (e.g. 5m)")
 	fs.IntVar(&req.MaxAttempts, "max-attempts", 0, "attempts before the job fails (default 5)")
 	fs.DurationVar(&leaseTTL, "lease-ttl", 0, "lease duration without a heartbeat (default 60s)")
+	fs.DurationVar(&timeout, "timeout", 0, "hard limit of each attempt's run time (default none, or the queue's)")
 	fs.StringVar(&req.LockKey, "lock-key", "", "at most one running job per lock key")
 	fs.StringVar(&req.PartitionKey, "partition-key", "", "partition key, for filtering")
 	fs.StringVar(&req.IdempotencyKey, "idempotency-key", "", "the same key returns the same job")
+	fs.StringVar(&req.CallbackURL, "callback-url", "", "POST the job there each time it becomes final (a signed webhook)")
 	fs.BoolVar(&unique, "unique", false, "return a queued or running job with the same queue, kind and args instead of a new one")
 	fs.BoolVar(&wait, "wait", false, "wait for the job like jobd wait (and exit like it)")
 	if err := parseFlags(fs, env, args); err != nil {
@@ -75,6 +77,7 @@ func runSubmit(ctx context.Context, env *Env, args []string) error {
 		req.RunAt = &t
 	}
 	req.LeaseTTL = api.Duration(leaseTTL)
+	req.Timeout = api.Duration(timeout)
 	if unique {
 		req.Unique = api.UniqueActive
 	}

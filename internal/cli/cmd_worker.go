@@ -103,20 +103,16 @@ func runWorker(ctx context.Context, env *Env, args []string) error {
 // command runs in a process group of its own, killed whole when ctx ends
 // (cancel, lost lease, shutdown).
 func execJob(ctx context.Context, command string, t *client.Task[json.RawMessage]) (json.RawMessage, error) {
-	cpFile, err := os.CreateTemp("", "jobd-checkpoint-*.json")
+	cpFile, err := jsonFile("checkpoint", t.Job.Checkpoint)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint file: %w", err)
+		return nil, err
 	}
-	defer os.Remove(cpFile.Name())
-	if cp := t.Job.Checkpoint; len(cp) > 0 && string(cp) != "null" {
-		if _, err := cpFile.Write(cp); err != nil {
-			cpFile.Close()
-			return nil, fmt.Errorf("checkpoint file: %w", err)
-		}
+	defer os.Remove(cpFile)
+	prevFile, err := jsonFile("previous-result", t.Job.PreviousResult)
+	if err != nil {
+		return nil, err
 	}
-	if err := cpFile.Close(); err != nil {
-		return nil, fmt.Errorf("checkpoint file: %w", err)
-	}
+	defer os.Remove(prevFile)
 
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", command)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -125,7 +121,11 @@ func execJob(ctx context.Context, command string, t *client.Task[json.RawMessage
 	cmd.Env = append(os.Environ(),
 		"JOBD_JOB_ID="+t.Job.ID.String(),
 		"JOBD_ATTEMPT="+strconv.Itoa(t.Job.Attempt),
-		"JOBD_CHECKPOINT_FILE="+cpFile.Name(),
+		"JOBD_CHECKPOINT_FILE="+cpFile,
+		"JOBD_RERUN="+strconv.Itoa(t.Job.Rerun),
+		"JOBD_PREVIOUS_RESULT_FILE="+prevFile,
+		"JOBD_SCHEDULED_FOR="+timeText(t.Job.ScheduledFor),
+		"JOBD_DEADLINE="+timeText(t.Job.Deadline),
 	)
 	args := t.Job.Args
 	if len(args) == 0 {
@@ -168,6 +168,35 @@ func execJob(ctx context.Context, command string, t *client.Task[json.RawMessage
 		return nil, client.Permanent(fmt.Errorf("stdout is not JSON: %.200q", out))
 	}
 	return out, nil
+}
+
+// jsonFile writes raw (nothing for none or null) to a new temporary
+// file, for a command to read, and returns its name.
+func jsonFile(what string, raw json.RawMessage) (string, error) {
+	f, err := os.CreateTemp("", "jobd-"+what+"-*.json")
+	if err != nil {
+		return "", fmt.Errorf("%s file: %w", what, err)
+	}
+	if len(raw) > 0 && string(raw) != "null" {
+		if _, err := f.Write(raw); err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			return "", fmt.Errorf("%s file: %w", what, err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("%s file: %w", what, err)
+	}
+	return f.Name(), nil
+}
+
+// timeText is t in RFC 3339, UTC, or "" for none.
+func timeText(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
 }
 
 // readStderr reads the command's stderr until it closes, acting on its

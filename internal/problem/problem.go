@@ -89,6 +89,8 @@ func fromError(err error) (*api.Problem, bool) {
 		return New(api.ProblemNotFound, "", "not found"), true
 	case errors.Is(err, job.ErrWrongState):
 		return New(api.ProblemWrongState, "", job.ErrWrongState.Error()), true
+	case errors.Is(err, store.ErrScheduleConfigured):
+		return New(api.ProblemWrongState, "name", store.ErrScheduleConfigured.Error()), true
 	case errors.Is(err, job.ErrDuplicate):
 		return New(api.ProblemDuplicate, "", job.ErrDuplicate.Error()), true
 	case errors.Is(err, process.ErrProcessor):

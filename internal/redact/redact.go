@@ -100,6 +100,9 @@ var (
 	urlPassword = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@]*):[^/\s@]*@`)
 	// dsnPassword is password=... in a key=value DSN.
 	dsnPassword = regexp.MustCompile(`(?i)\bpassword\s*=\s*('[^']*'|\S+)`)
+	// webhookSecret is a webhook signing secret (Standard Webhooks'
+	// "whsec_" and base64), known or not.
+	webhookSecret = regexp.MustCompile(`whsec_[A-Za-z0-9+/=]+`)
 )
 
 func redactShapes(text string) string {
@@ -107,6 +110,7 @@ func redactShapes(text string) string {
 		return text
 	}
 	text = apiKey.ReplaceAllString(text, Mask)
+	text = webhookSecret.ReplaceAllString(text, Mask)
 	text = bearer.ReplaceAllString(text, "${1}"+Mask)
 	text = urlPassword.ReplaceAllString(text, "${1}:"+Mask+"@")
 	text = dsnPassword.ReplaceAllString(text, "password="+Mask)

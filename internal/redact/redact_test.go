@@ -47,3 +47,14 @@ func TestOrdinaryTextUnchanged(t *testing.T) {
 		}
 	}
 }
+
+// TestWebhookSecretsMasked: a webhook signing secret ("whsec_…") is
+// masked wherever it appears, known or not.
+func TestWebhookSecretsMasked(t *testing.T) {
+	var secrets Secrets
+	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw+/="
+	got := secrets.Redact("configured webhook ops with " + secret + ", sending")
+	if strings.Contains(got, "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw") || !strings.Contains(got, "configured webhook ops with") {
+		t.Fatalf("Redact = %q", got)
+	}
+}

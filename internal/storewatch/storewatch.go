@@ -190,6 +190,49 @@ func (s *Store) ProcessTaskFinish(ctx context.Context, r store.ProcessTaskResult
 	return s.Store.ProcessTaskFinish(ctx, r)
 }
 
+// InTx calls the store's, then Wrote: what its function did through the
+// Executor, which is not watched, has committed (or rolled back).
+func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, ex store.Executor) error) error {
+	defer s.Wrote()
+	return s.Store.InTx(ctx, fn)
+}
+
+// JobRerun calls the store's, then Wrote.
+func (s *Store) JobRerun(ctx context.Context, id uuid.UUID, params store.RerunParams) (*job.Job, error) {
+	defer s.Wrote()
+	return s.Store.JobRerun(ctx, id, params)
+}
+
+// JobTimeOut calls the store's, then Wrote.
+func (s *Store) JobTimeOut(ctx context.Context, params store.TimeOutParams) (int, error) {
+	defer s.Wrote()
+	return s.Store.JobTimeOut(ctx, params)
+}
+
+// SchedulePut calls the store's, then Wrote.
+func (s *Store) SchedulePut(ctx context.Context, sc store.Schedule) (*store.Schedule, error) {
+	defer s.Wrote()
+	return s.Store.SchedulePut(ctx, sc)
+}
+
+// ScheduleDelete calls the store's, then Wrote.
+func (s *Store) ScheduleDelete(ctx context.Context, name string) error {
+	defer s.Wrote()
+	return s.Store.ScheduleDelete(ctx, name)
+}
+
+// ScheduleSetPaused calls the store's, then Wrote.
+func (s *Store) ScheduleSetPaused(ctx context.Context, name string, paused bool, next time.Time) (*store.Schedule, error) {
+	defer s.Wrote()
+	return s.Store.ScheduleSetPaused(ctx, name, paused, next)
+}
+
+// ScheduleAdvance calls the store's, then Wrote.
+func (s *Store) ScheduleAdvance(ctx context.Context, a store.ScheduleAdvance) (bool, error) {
+	defer s.Wrote()
+	return s.Store.ScheduleAdvance(ctx, a)
+}
+
 // ProcessDelete calls the store's, then Wrote.
 func (s *Store) ProcessDelete(ctx context.Context, namespace, id string) error {
 	defer s.Wrote()

@@ -322,7 +322,7 @@ func (f *fuzz) learn(d *draft, a *answer) {
 	if a.status >= 300 {
 		return
 	}
-	var v struct{ ID, JobID, WorkerID, APIKey, Key, NextCursor, ResumeCursor string }
+	var v struct{ ID, JobID, WorkerID, APIKey, Key, Secret, NextCursor, ResumeCursor string }
 	_ = json.Unmarshal(a.body, &v)
 	method := d.op.Method
 	if d.method != "" {
@@ -334,6 +334,11 @@ func (f *fuzz) learn(d *draft, a *answer) {
 	case op == "POST /api/v1/keys":
 		g.keep(&g.pools.keyIDs, v.ID)
 		f.n.secrets.addKey(v.Key)
+	case op == "POST /api/v1/webhooks":
+		g.keep(&g.pools.webhookIDs, v.ID)
+		if v.Secret != "" {
+			f.n.secrets.add(v.Secret) // shown once, in this answer
+		}
 	case op == "POST /api/v1/workers":
 		g.keep(&g.pools.workerIDs, v.WorkerID)
 		f.n.secrets.addKey(v.APIKey)

@@ -20,7 +20,7 @@ import (
 // requests reach past "not found" into the handlers: jobs, async
 // requests, throwaway workers and keys the fuzz created, cursors.
 type pools struct {
-	jobIDs, asyncIDs, workerIDs, keyIDs, processIDs, cursors []string
+	jobIDs, asyncIDs, workerIDs, keyIDs, processIDs, webhookIDs, cursors []string
 }
 
 // keep adds v to a pool of bounded size.
@@ -299,6 +299,8 @@ func (g *generator) pathValue(op *operation, name string) string {
 		return fromPool(g.pools.workerIDs) // throwaway workers only
 	case strings.HasPrefix(p, "/api/v1/keys/"):
 		return fromPool(g.pools.keyIDs) // throwaway keys only
+	case strings.HasPrefix(p, "/api/v1/webhooks/"):
+		return fromPool(g.pools.webhookIDs)
 	case strings.HasPrefix(p, "/api/v1/processes/"):
 		if len(g.pools.processIDs) == 0 || g.r.IntN(3) == 0 {
 			return fmt.Sprintf("p%d", g.r.IntN(8))

@@ -28,6 +28,7 @@ import (
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
 	"github.com/jobd/jobd/store/sqlite"
+	"github.com/jobd/jobd/webhook"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -165,10 +166,18 @@ func startNode(t *testing.T, driver string) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// No pool for the deliveries' queue: what the fuzz subscribes to is
+	// queued, never sent.
+	hooks, err := webhook.New(webhook.Config{
+		Store: rec, Engine: eng, Logger: log, CallbackSecret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	apiHandler, err := httpapi.New(httpapi.Config{
 		Store: rec, Logger: log, AdminSecret: n.creds.admin, MaxBodyBytes: maxBody,
 		Wakeups: eng.Subscribe, PollInterval: 5 * time.Millisecond,
-		Async: gw.Results(), Processes: procs,
+		Async: gw.Results(), Processes: procs, Webhooks: hooks,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -124,6 +124,56 @@ func (r recorder) JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error) 
 	return r.st.JobRetry(ctx, id)
 }
 
+func (r recorder) JobRerun(ctx context.Context, id uuid.UUID, params store.RerunParams) (*job.Job, error) {
+	note(ctx, "JobRerun")
+	return r.st.JobRerun(ctx, id, params)
+}
+
+func (r recorder) JobTimeOut(ctx context.Context, params store.TimeOutParams) (int, error) {
+	note(ctx, "JobTimeOut")
+	return r.st.JobTimeOut(ctx, params)
+}
+
+func (r recorder) ScheduleGet(ctx context.Context, name string) (*store.Schedule, error) {
+	note(ctx, "ScheduleGet")
+	return r.st.ScheduleGet(ctx, name)
+}
+
+func (r recorder) ScheduleLock(ctx context.Context, name string) (*store.Schedule, error) {
+	note(ctx, "ScheduleLock")
+	return r.st.ScheduleLock(ctx, name)
+}
+
+func (r recorder) ScheduleList(ctx context.Context) ([]store.Schedule, error) {
+	note(ctx, "ScheduleList")
+	return r.st.ScheduleList(ctx)
+}
+
+func (r recorder) ScheduleDue(ctx context.Context, now time.Time, limit int) ([]store.Schedule, error) {
+	note(ctx, "ScheduleDue")
+	return r.st.ScheduleDue(ctx, now, limit)
+}
+
+func (r recorder) SchedulePut(ctx context.Context, s store.Schedule) (*store.Schedule, error) {
+	note(ctx, "SchedulePut")
+	return r.st.SchedulePut(ctx, s)
+}
+
+func (r recorder) ScheduleDelete(ctx context.Context, name string) error {
+	note(ctx, "ScheduleDelete")
+	return r.st.ScheduleDelete(ctx, name)
+}
+
+func (r recorder) ScheduleSetPaused(ctx context.Context, name string, paused bool, next time.Time) (*store.Schedule, error) {
+	note(ctx, "ScheduleSetPaused")
+	return r.st.ScheduleSetPaused(ctx, name, paused, next)
+}
+
+func (r recorder) ScheduleAdvance(ctx context.Context, a store.ScheduleAdvance) (bool, error) {
+	note(ctx, "ScheduleAdvance")
+	return r.st.ScheduleAdvance(ctx, a)
+}
+
 func (r recorder) JobRescue(ctx context.Context, limit int) (int, error) {
 	note(ctx, "JobRescue")
 	return r.st.JobRescue(ctx, limit)
@@ -152,6 +202,11 @@ func (r recorder) QueueList(ctx context.Context) ([]store.QueueInfo, error) {
 func (r recorder) QueueHealth(ctx context.Context, params store.HealthParams) (*store.Health, error) {
 	note(ctx, "QueueHealth")
 	return r.st.QueueHealth(ctx, params)
+}
+
+func (r recorder) QueueThroughput(ctx context.Context, since time.Time) ([]store.Throughput, error) {
+	note(ctx, "QueueThroughput")
+	return r.st.QueueThroughput(ctx, since)
 }
 
 func (r recorder) QueueSetPaused(ctx context.Context, queue string, paused bool) error {
@@ -264,4 +319,59 @@ func (r recorder) Listen(ctx context.Context, notify func(store.Notification)) e
 func (r recorder) InTx(ctx context.Context, fn func(ctx context.Context, ex store.Executor) error) error {
 	note(ctx, "InTx")
 	return r.st.InTx(ctx, fn)
+}
+
+func (r recorder) WebhookCreate(ctx context.Context, w store.Webhook) error {
+	note(ctx, "WebhookCreate")
+	return r.st.WebhookCreate(ctx, w)
+}
+
+func (r recorder) WebhookGet(ctx context.Context, id string) (*store.Webhook, error) {
+	note(ctx, "WebhookGet")
+	return r.st.WebhookGet(ctx, id)
+}
+
+func (r recorder) WebhookList(ctx context.Context) ([]store.Webhook, error) {
+	note(ctx, "WebhookList")
+	return r.st.WebhookList(ctx)
+}
+
+func (r recorder) WebhookUpdate(ctx context.Context, w store.Webhook) (*store.Webhook, error) {
+	note(ctx, "WebhookUpdate")
+	return r.st.WebhookUpdate(ctx, w)
+}
+
+func (r recorder) WebhookDelete(ctx context.Context, id string) error {
+	note(ctx, "WebhookDelete")
+	return r.st.WebhookDelete(ctx, id)
+}
+
+func (r recorder) WebhookEventsTake(ctx context.Context, limit int) ([]store.WebhookEvent, error) {
+	note(ctx, "WebhookEventsTake")
+	return r.st.WebhookEventsTake(ctx, limit)
+}
+
+func (r recorder) WebhookLimitsLock(ctx context.Context, keys []store.WebhookLimitKey) ([]store.WebhookLimit, error) {
+	note(ctx, "WebhookLimitsLock")
+	return r.st.WebhookLimitsLock(ctx, keys)
+}
+
+func (r recorder) WebhookLimitsSave(ctx context.Context, limits []store.WebhookLimit) error {
+	note(ctx, "WebhookLimitsSave")
+	return r.st.WebhookLimitsSave(ctx, limits)
+}
+
+func (r recorder) WebhookLimitsDue(ctx context.Context, sentBefore time.Time, limit int) ([]store.WebhookLimit, error) {
+	note(ctx, "WebhookLimitsDue")
+	return r.st.WebhookLimitsDue(ctx, sentBefore, limit)
+}
+
+func (r recorder) SettingInit(ctx context.Context, name, value string) (string, error) {
+	note(ctx, "SettingInit")
+	return r.st.SettingInit(ctx, name, value)
+}
+
+func (r recorder) SettingGet(ctx context.Context, name string) (string, error) {
+	note(ctx, "SettingGet")
+	return r.st.SettingGet(ctx, name)
 }

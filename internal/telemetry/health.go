@@ -121,6 +121,15 @@ func (h *Health) Refresh(ctx context.Context) error {
 	return nil
 }
 
+// Snapshot returns the last snapshot and when it was taken (by the
+// local clock); nil before the first refresh. The caller must not change
+// it.
+func (h *Health) Snapshot() (*store.Health, time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.snap, h.takenAt
+}
+
 var (
 	queueJobs = prometheus.NewDesc("jobd_queue_jobs",
 		"Active jobs of each queue by state (queued, due or not; running), cluster-wide.", []string{"queue", "state"}, nil)

@@ -65,6 +65,8 @@ type Metrics struct {
 	finished     *prometheus.CounterVec
 	wait, run    *prometheus.HistogramVec
 	rescued      prometheus.Counter
+	timedOut     prometheus.Counter
+	abandoned    *prometheus.CounterVec
 	claimSeconds *prometheus.HistogramVec
 	heartbeats   prometheus.Histogram
 	finishes     prometheus.Histogram
@@ -73,6 +75,9 @@ type Metrics struct {
 	httpRequests *prometheus.CounterVec
 	httpSeconds  *prometheus.HistogramVec
 	subscribers  prometheus.Gauge
+
+	webhookAttempts *prometheus.CounterVec
+	webhookSeconds  *prometheus.HistogramVec
 
 	upstreamCalls   *prometheus.CounterVec
 	upstreamSeconds *prometheus.HistogramVec
@@ -84,10 +89,11 @@ type Metrics struct {
 }
 
 var (
-	_ observe.Jobs    = (*Metrics)(nil)
-	_ observe.HTTP    = (*Metrics)(nil)
-	_ observe.Gateway = (*Metrics)(nil)
-	_ observe.Process = (*Metrics)(nil)
+	_ observe.Jobs     = (*Metrics)(nil)
+	_ observe.HTTP     = (*Metrics)(nil)
+	_ observe.Gateway  = (*Metrics)(nil)
+	_ observe.Process  = (*Metrics)(nil)
+	_ observe.Webhooks = (*Metrics)(nil)
 )
 
 // NewMetrics returns a registry with jobd's metrics, Go's runtime
@@ -116,6 +122,11 @@ func NewMetrics(cfg Config) *Metrics {
 		[]string{"queue", "kind"})
 	m.rescued = prometheus.NewCounter(prometheus.CounterOpts{Name: "jobd_jobs_rescued_total",
 		Help: "Running jobs whose lease expired that this node's reaper took back (to queued, failed or canceled)."})
+	m.timedOut = prometheus.NewCounter(prometheus.CounterOpts{Name: "jobd_jobs_timed_out_total",
+		Help: "Running jobs whose attempt passed its deadline that this node's reaper ended (to queued, failed or canceled)."})
+	m.abandoned = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "jobd_handlers_abandoned_total",
+		Help: "Handlers of this node's engine still running past their job's deadline and the grace, no longer counted against their pool, by queue and kind."},
+		[]string{"queue", "kind"})
 	m.claimSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "jobd_claim_duration_seconds",
 		Help: "Duration of this node's engine's claims, by queue.", Buckets: callBuckets}, []string{"queue"})
 	m.heartbeats = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "jobd_heartbeat_batch_leases",
@@ -129,6 +140,8 @@ func NewMetrics(cfg Config) *Metrics {
 	f(m.wait)
 	f(m.run)
 	f(m.rescued)
+	f(m.timedOut)
+	f(m.abandoned)
 	f(m.claimSeconds)
 	f(m.heartbeats)
 	f(m.finishes)
@@ -152,6 +165,14 @@ func NewMetrics(cfg Config) *Metrics {
 		[]string{"upstream"})
 	f(m.upstreamCalls)
 	f(m.upstreamSeconds)
+
+	m.webhookAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "jobd_webhook_attempts_total",
+		Help: "Attempts of webhook deliveries (alerts, callbacks, pings) this node made, by event type and outcome (delivered, retried, failed, refused, skipped)."},
+		[]string{"event", "outcome"})
+	m.webhookSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "jobd_webhook_attempt_duration_seconds",
+		Help: "Duration of the attempts of webhook deliveries, by event type.", Buckets: callBuckets}, []string{"event"})
+	f(m.webhookAttempts)
+	f(m.webhookSeconds)
 
 	m.stages = make([]prometheus.Histogram, len(observe.Stages))
 	for _, s := range observe.Stages {
@@ -199,7 +220,10 @@ type kindRecorder struct {
 	claimed   prometheus.Counter
 	finished  [6]prometheus.Counter // by observe.Outcome
 	wait, run prometheus.Observer
+	abandoned prometheus.Counter
 }
+
+func (k *kindRecorder) Abandoned() { k.abandoned.Inc() }
 
 func (k *kindRecorder) Started(wait time.Duration) {
 	k.claimed.Inc()
@@ -232,9 +256,10 @@ func (m *Metrics) Kind(queue, kind string) observe.KindRecorder {
 	}
 	q, kd := key[0], key[1]
 	k := &kindRecorder{
-		claimed: m.claimed.WithLabelValues(q, kd),
-		wait:    m.wait.WithLabelValues(q, kd),
-		run:     m.run.WithLabelValues(q, kd),
+		claimed:   m.claimed.WithLabelValues(q, kd),
+		wait:      m.wait.WithLabelValues(q, kd),
+		run:       m.run.WithLabelValues(q, kd),
+		abandoned: m.abandoned.WithLabelValues(q, kd),
 	}
 	for _, o := range observe.Outcomes {
 		k.finished[o] = m.finished.WithLabelValues(q, kd, o.String())
@@ -262,6 +287,9 @@ func (m *Metrics) FinishBatch(outcomes int, took time.Duration) {
 
 // Rescued records jobs the reaper took back.
 func (m *Metrics) Rescued(jobs int) { m.rescued.Add(float64(jobs)) }
+
+// TimedOut records jobs whose attempts the reaper ended at their deadline.
+func (m *Metrics) TimedOut(jobs int) { m.timedOut.Add(float64(jobs)) }
 
 // Request records one HTTP request.
 func (m *Metrics) Request(route, method string, status int, took time.Duration) {
@@ -294,6 +322,12 @@ func (m *Metrics) UpstreamCall(upstream string, status int, took time.Duration) 
 	}
 	m.upstreamCalls.WithLabelValues(upstream, class).Inc()
 	m.upstreamSeconds.WithLabelValues(upstream).Observe(took.Seconds())
+}
+
+// WebhookAttempt records one attempt of a webhook delivery.
+func (m *Metrics) WebhookAttempt(event, outcome string, took time.Duration) {
+	m.webhookAttempts.WithLabelValues(event, outcome).Inc()
+	m.webhookSeconds.WithLabelValues(event).Observe(took.Seconds())
 }
 
 // ProcessStage records one stage of a process task.

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -48,7 +49,9 @@ func TestTraceFlow(t *testing.T) {
 }
 
 func testTraceFlow(t *testing.T, st store.Store) {
-	ctx := t.Context()
+	// A guard against a hang, not a deadline the test measures.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
 	exp := tracetest.NewInMemoryExporter()
 	spans := ended{make(chan sdktrace.ReadOnlySpan, 16)}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSpanProcessor(spans))

@@ -28,7 +28,7 @@ func BenchmarkClaimFinish(b *testing.B) {
 	for _, batch := range []int{100, 1000} {
 		for _, workers := range []int{2, 4} {
 			b.Run(fmt.Sprintf("batch=%d/workers=%d", batch, workers), func(b *testing.B) {
-				benchClaimFinish(b, batch, workers, 0)
+				benchClaimFinish(b, batch, workers, 0, "")
 			})
 		}
 	}
@@ -41,21 +41,33 @@ func BenchmarkClaimFinish(b *testing.B) {
 func BenchmarkClaimFinishMixed(b *testing.B) {
 	for _, batch := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("batch=%d/workers=4", batch), func(b *testing.B) {
-			benchClaimFinish(b, batch, 4, 10)
+			benchClaimFinish(b, batch, 4, 10, "")
+		})
+	}
+}
+
+// BenchmarkClaimFinishCallbacks is BenchmarkClaimFinish with a callback
+// URL on every job: each success also records its callback in the
+// webhook outbox, in the finish's statement. (Nothing dispatches it here.)
+func BenchmarkClaimFinishCallbacks(b *testing.B) {
+	for _, batch := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("batch=%d/workers=4", batch), func(b *testing.B) {
+			benchClaimFinish(b, batch, 4, 0, "https://caller.example/jobs/done")
 		})
 	}
 }
 
 // benchClaimFinish works the backlog; with failEvery > 0, one outcome in
-// failEvery is a retryable failure.
-func benchClaimFinish(b *testing.B, batch, workers, failEvery int) {
+// failEvery is a retryable failure; every job has callbackURL ("" for
+// none).
+func benchClaimFinish(b *testing.B, batch, workers, failEvery int, callbackURL string) {
 	ctx := context.Background()
 	s := openStore(b, migratedDatabase(b), clock.Real)
 	params := make([]job.InsertParams, 0, 1000)
 	for left := b.N; left > 0; left -= len(params) {
 		params = params[:0]
 		for range min(left, cap(params)) {
-			params = append(params, job.InsertParams{Queue: "bench", Kind: "noop"})
+			params = append(params, job.InsertParams{Queue: "bench", Kind: "noop", CallbackURL: callbackURL})
 		}
 		if _, err := s.JobInsertMany(ctx, params); err != nil {
 			b.Fatal(err)

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -17,12 +18,12 @@ import (
 // of them fails, and is retried the same way.
 const claimRetries = 5
 
-// claimAfterSQL is claimSQL that starts after a cursor ($8, $9, $10): a
+// claimAfterSQL is claimSQL that starts after a cursor ($9, $10, $11): a
 // second statement rather than an optional condition, so that the cursor
 // is an index condition of the claim index (where the scan starts), not a
 // filter applied after walking from the index's first entry.
 var claimAfterSQL = strings.Replace(claimSQL, claimAfterMark,
-	claimAfterMark+"\n      AND (priority, run_at, id) > ($8::integer, $9::timestamptz, $10::uuid)", 1)
+	claimAfterMark+"\n      AND (priority, run_at, id) > ($9::integer, $10::timestamptz, $11::uuid)", 1)
 
 // claimAfterMark is the line of claim.sql after which the cursor goes.
 const claimAfterMark = "      AND queue = $2"
@@ -41,15 +42,19 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 		caps = []string{}
 	}
 	query, args := claimSQL, []any{s.now(), params.Queue, params.Max, params.Owner,
-		caps, nullText(params.WorkerID), params.PreferWindow}
+		caps, nullText(params.WorkerID), params.PreferWindow, durationPtr(params.DefaultTimeout)}
 	if a := params.After; a != nil {
 		query, args = claimAfterSQL, append(args, a.Priority, a.RunAt, a.ID)
 	}
 	for try := 0; ; try++ {
-		jobs, err := s.claimOnce(ctx, query, args)
-		// Run again, unless in a transaction of the caller's, which the
-		// error aborted.
-		if (uniqueViolation(err, "jobd_jobs_lock") || deadlock(err)) && s.tx == nil && try < claimRetries {
+		var jobs []*job.Job
+		var err error
+		if s.tx == nil {
+			jobs, err = s.claimOnce(ctx, query, args)
+		} else {
+			jobs, err = s.claimInSavepoint(ctx, query, args)
+		}
+		if (uniqueViolation(err, "jobd_jobs_lock") || deadlock(err)) && try < claimRetries {
 			continue
 		}
 		if err != nil {
@@ -59,31 +64,38 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 	}
 }
 
+// claimInSavepoint is claimOnce inside a transaction of the caller's (a
+// claim over several queues, say), under a savepoint: a claim that lost a
+// race for a lock_key, or was chosen to break a deadlock, is rolled back
+// to it, leaving the caller's transaction usable for another try.
+func (s *executor) claimInSavepoint(ctx context.Context, query string, args []any) ([]*job.Job, error) {
+	sp, err := s.tx.Begin(ctx) // SAVEPOINT
+	if err != nil {
+		return nil, err
+	}
+	inner := *s
+	inner.db, inner.tx = sp, sp
+	jobs, err := inner.claimOnce(ctx, query, args)
+	if err != nil {
+		if rerr := sp.Rollback(ctx); rerr != nil { // ROLLBACK TO SAVEPOINT
+			return nil, errors.Join(err, rerr)
+		}
+		return nil, err
+	}
+	return jobs, sp.Commit(ctx) // RELEASE SAVEPOINT
+}
+
 // claimOnce runs one claim statement under the ordered planner settings,
 // putting them back afterwards inside a transaction of the caller's.
 func (s *executor) claimOnce(ctx context.Context, query string, args []any) ([]*job.Job, error) {
 	var jobs []*job.Job
 	err := s.transact(ctx, func(r *rounds) error {
-		return r.round(ctx, true, func(b *pgx.Batch) {
-			b.Queue(plannerOrderedSQL)
-			b.Queue(query, args...)
-			if !r.own {
-				b.Queue(plannerResetSQL)
-			}
-		}, func(br pgx.BatchResults) error {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
+		return r.pinnedRound(ctx, true, func(b *pgx.Batch) { b.Queue(query, args...) }, func(br pgx.BatchResults) error {
 			rows, err := br.Query()
 			if err != nil {
 				return err
 			}
-			if jobs, err = scanJobs(rows); err != nil {
-				return err
-			}
-			if !r.own {
-				_, err = br.Exec()
-			}
+			jobs, err = scanJobs(rows)
 			return err
 		})
 	})

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -98,7 +99,7 @@ func TestClaimLockKeyRaceLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(t.Context()) }()
-	won, err := scanJobs(must(tx.Query(t.Context(), claimSQL, nil, job.DefaultQueue, 1, "winner", []string{}, nil, time.Duration(0))))
+	won, err := scanJobs(must(tx.Query(t.Context(), claimSQL, nil, job.DefaultQueue, 1, "winner", []string{}, nil, time.Duration(0), nil)))
 	if err != nil || len(won) != 1 || won[0].Kind != "first" {
 		t.Fatalf("winner's claim: %v %v, want the first job", won, err)
 	}
@@ -154,4 +155,76 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// TestClaimInTxLosesLockKeyRace: a claim inside a caller's transaction
+// (a remote worker's claim over several queues) that loses a race for a
+// lock_key is retried inside that transaction, from a savepoint, instead
+// of failing it. Transaction A claims a job of key L from one queue and
+// holds; B's claim from another queue picks the other job of L, and
+// waits on A's entry in the lock index; once A commits, B's insert into
+// the index fails, B rolls back to its savepoint, runs again, sees A's
+// job running, and claims nothing — without an error.
+func TestClaimInTxLosesLockKeyRace(t *testing.T) {
+	t.Parallel()
+	url := migratedDatabase(t)
+	s := openStore(t, url, clock.Real)
+	ctx := t.Context()
+	if _, err := s.JobInsertMany(ctx, []job.InsertParams{
+		{Queue: "qa", Kind: "k", LockKey: "L"}, {Queue: "qb", Kind: "k", LockKey: "L"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	aClaimed, aCommit := make(chan error, 1), make(chan struct{})
+	aDone := make(chan error, 1)
+	go func() {
+		aDone <- s.InTx(ctx, func(ctx context.Context, ex store.Executor) error {
+			jobs, err := ex.JobClaim(ctx, store.ClaimParams{Queue: "qa", Max: 1, Owner: "a"})
+			if err == nil && len(jobs) != 1 {
+				err = fmt.Errorf("A claimed %d jobs, want 1", len(jobs))
+			}
+			aClaimed <- err
+			<-aCommit
+			return err
+		})
+	}()
+	if err := <-aClaimed; err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		jobs []*job.Job
+		err  error
+	}
+	bDone := make(chan result, 1)
+	go func() {
+		var r result
+		r.err = s.InTx(ctx, func(ctx context.Context, ex store.Executor) error {
+			var err error
+			r.jobs, err = ex.JobClaim(ctx, store.ClaimParams{Queue: "qb", Max: 1, Owner: "b"})
+			return err
+		})
+		bDone <- r
+	}()
+	// B waits on A's lock-index entry: a lock wait the server reports.
+	for waiting := false; !waiting; {
+		err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !waiting {
+			time.Sleep(10 * time.Millisecond) // polling the server's view, not a guess at timing
+		}
+	}
+	close(aCommit)
+	if err := <-aDone; err != nil {
+		t.Fatal(err)
+	}
+	r := <-bDone
+	if r.err != nil {
+		t.Fatalf("B's claim in a transaction failed instead of skipping the busy lock_key: %v", r.err)
+	}
+	if len(r.jobs) != 0 {
+		t.Fatalf("B claimed %d jobs while A runs the job of their lock_key", len(r.jobs))
+	}
 }

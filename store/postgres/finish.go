@@ -27,7 +27,12 @@ func (s *executor) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]s
 		return nil, err
 	}
 	if store.SucceededOnce(outcomes) {
-		results, err := s.finishSucceeded(ctx, s.db, outcomes)
+		var results []store.FinishResult
+		err := s.transact(ctx, func(r *rounds) error {
+			var err error
+			results, err = s.finishSucceeded(ctx, r, outcomes)
+			return err
+		})
 		if err != nil {
 			return nil, errorf("postgres: finish: %w", err)
 		}
@@ -50,10 +55,10 @@ func (s *executor) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]s
 }
 
 // finishSucceeded applies a batch of successes of distinct jobs in one
-// statement, with the state job.Finish decides for every success
+// statement (one pinned round), with the state job.Finish decides for every success
 // (job.SucceededState), which leaves the journal as it is: the row
 // implies the success's entry.
-func (s *executor) finishSucceeded(ctx context.Context, q querier, outcomes []store.Outcome) ([]store.FinishResult, error) {
+func (s *executor) finishSucceeded(ctx context.Context, r *rounds, outcomes []store.Outcome) ([]store.FinishResult, error) {
 	ids := make([][16]byte, len(outcomes))
 	tokens := make([][16]byte, len(outcomes))
 	owners := make([]string, len(outcomes))
@@ -64,16 +69,22 @@ func (s *executor) finishSucceeded(ctx context.Context, q querier, outcomes []st
 			results[i] = o.Result
 		}
 	}
-	rows, err := q.Query(ctx, finishSucceededSQL, s.now(), ids, tokens, results, string(job.SucceededState), owners)
-	if err != nil {
-		return nil, err
-	}
 	done := make(map[[2]uuid.UUID]bool, len(outcomes))
-	var id, token uuid.UUID
-	if _, err := pgx.ForEachRow(rows, []any{uuidDest(&id), uuidDest(&token)}, func() error {
-		done[[2]uuid.UUID{id, token}] = true
-		return nil
-	}); err != nil {
+	err := r.pinnedRound(ctx, true, func(b *pgx.Batch) {
+		b.Queue(finishSucceededSQL, s.now(), ids, tokens, results, string(job.SucceededState), owners)
+	}, func(br pgx.BatchResults) error {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		var id, token uuid.UUID
+		_, err = pgx.ForEachRow(rows, []any{uuidDest(&id), uuidDest(&token)}, func() error {
+			done[[2]uuid.UUID{id, token}] = true
+			return nil
+		})
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	out := make([]store.FinishResult, len(outcomes))
@@ -96,7 +107,7 @@ func (s *executor) finish(ctx context.Context, r *rounds, outcomes []store.Outco
 	for i, o := range outcomes {
 		ids[i], tokens[i] = o.ID, o.Token
 	}
-	held, at, err := lockHeld(ctx, r, false, lockHeldSQL, now, ids, tokens)
+	held, at, err := lockHeld(ctx, r, lockHeldSQL, now, ids, tokens)
 	if err != nil {
 		return nil, applied{}, fmt.Errorf("lock: %w", err)
 	}
@@ -110,44 +121,39 @@ func (s *executor) finish(ctx context.Context, r *rounds, outcomes []store.Outco
 	return results, applied{decided: decided, at: at}, nil
 }
 
-// lockHeld runs query, lock_held.sql or lock_expired.sql, in a round of
-// its own: it locks running jobs and returns their facts and the
-// transaction's time. When ordered, the query is planned under
-// planner_ordered.sql's settings, put back before the round ends.
-func lockHeld(ctx context.Context, r *rounds, ordered bool, query string, args ...any) ([]store.Held, time.Time, error) {
+// lockHeld runs query, lock_held.sql, lock_expired.sql or
+// lock_timed_out.sql, in a pinned round of its own: it locks running jobs
+// and returns their facts and the transaction's time. lock_timed_out.sql,
+// which reads the jobs' timeouts too, is told by its text.
+func lockHeld(ctx context.Context, r *rounds, query string, args ...any) ([]store.Held, time.Time, error) {
+	withTimeout := query == lockTimedOutSQL
 	var (
 		held []store.Held
 		at   time.Time
 	)
-	err := r.round(ctx, false, func(b *pgx.Batch) {
-		if ordered {
-			b.Queue(plannerOrderedSQL)
-		}
-		b.Queue(query, args...)
-		if ordered {
-			b.Queue(plannerResetSQL)
-		}
-	}, func(br pgx.BatchResults) error {
-		if ordered {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
-		}
+	err := r.pinnedRound(ctx, false, func(b *pgx.Batch) { b.Queue(query, args...) }, func(br pgx.BatchResults) error {
 		rows, err := br.Query()
 		if err != nil {
 			return err
 		}
-		var h store.Held
-		_, err = pgx.ForEachRow(rows, []any{uuidDest(&h.ID), uuidDest(&h.Token), &h.Queue, &h.Attempt,
-			&h.MaxAttempts, &h.CancelRequested, &h.LeaseOwner, &h.AttemptedAt, &at}, func() error {
+		var (
+			h       store.Held
+			timeout *time.Duration
+		)
+		dest := []any{uuidDest(&h.ID), uuidDest(&h.Token), &h.Queue, &h.Attempt,
+			&h.MaxAttempts, &h.CancelRequested, &h.LeaseOwner, &h.AttemptedAt}
+		if withTimeout {
+			dest = append(dest, &timeout)
+		}
+		_, err = pgx.ForEachRow(rows, append(dest, &at), func() error {
 			h.State = job.StateRunning // the statement's fence
+			h.Timeout = 0
+			if timeout != nil {
+				h.Timeout = *timeout
+			}
 			held = append(held, h)
 			return nil
 		})
-		if err != nil || !ordered {
-			return err
-		}
-		_, err = br.Exec()
 		return err
 	})
 	return held, at, err
@@ -163,7 +169,7 @@ type applied struct {
 // setStateIfRunning applies decided transitions out of running, each
 // fenced by state running and its lease token, in one statement
 // (set_state_if_running.sql), in the last round of r, with the journal
-// entries and attempted_at they decided. The rows were locked by this
+// entries, attempted_at and outbox events they decided. The rows were locked by this
 // transaction, so every one of them applies; one that did not would be a
 // bug, and fails the transaction.
 func (s *executor) setStateIfRunning(ctx context.Context, r *rounds, now *time.Time, decided []store.Decided) error {
@@ -174,12 +180,13 @@ func (s *executor) setStateIfRunning(ctx context.Context, r *rounds, now *time.T
 		runAts, finishedAts, attemptedAts = make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
 		attempts                          = make([]int32, n)
 		results, entries                  = make([]json.RawMessage, n), make([]json.RawMessage, n)
-		lastErrors                        = make([]*string, n)
+		lastErrors, alerts                = make([]*string, n), make([]*string, n)
 	)
 	for i, d := range decided {
 		ids[i], tokens[i] = d.ID, d.Token
 		states[i], runAts[i], attempts[i] = string(d.State), timePtr(d.RunAt), int32(d.Attempt)
 		finishedAts[i], lastErrors[i], attemptedAts[i] = d.FinishedAt, d.LastError, d.AttemptedAt
+		alerts[i] = nullText(d.Alert)
 		if len(d.Result) > 0 {
 			results[i] = d.Result
 		}
@@ -191,10 +198,14 @@ func (s *executor) setStateIfRunning(ctx context.Context, r *rounds, now *time.T
 	queue := func(b *pgx.Batch) {
 		if n > 0 {
 			b.Queue(setStateIfRunningSQL, now, ids, tokens, states, runAts, attempts,
-				finishedAts, results, lastErrors, entries, attemptedAts)
+				finishedAts, results, lastErrors, entries, attemptedAts, alerts)
 		}
 	}
-	return r.round(ctx, true, queue, func(br pgx.BatchResults) error {
+	send := r.round
+	if n > 0 {
+		send = r.pinnedRound // each job a probe of the primary key
+	}
+	return send(ctx, true, queue, func(br pgx.BatchResults) error {
 		if n == 0 {
 			return nil
 		}

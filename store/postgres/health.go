@@ -2,12 +2,13 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
 
@@ -17,7 +18,7 @@ func (s *executor) QueueHealth(ctx context.Context, params store.HealthParams) (
 	params = params.WithDefaults()
 	rows, err := s.db.Query(ctx, queueHealthSQL, s.now(), params.MaxQueues, params.LockScan)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: queue health: %w", err)
+		return nil, errorf("postgres: queue health: %w", err)
 	}
 	defer rows.Close()
 	h := &store.Health{Queues: []store.QueueHealth{}, Workers: []store.WorkerCount{}}
@@ -29,7 +30,7 @@ func (s *executor) QueueHealth(ctx context.Context, params store.HealthParams) (
 			at             pgtype.Timestamptz
 		)
 		if err := rows.Scan(&what, &name, &flag, &n1, &n2, &n3, &at, &n4); err != nil {
-			return nil, fmt.Errorf("postgres: queue health: %w", err)
+			return nil, errorf("postgres: queue health: %w", err)
 		}
 		switch what {
 		case "queue":
@@ -46,7 +47,7 @@ func (s *executor) QueueHealth(ctx context.Context, params store.HealthParams) (
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: queue health: %w", err)
+		return nil, errorf("postgres: queue health: %w", err)
 	}
 	slices.SortFunc(h.Queues, func(a, b store.QueueHealth) int { return strings.Compare(a.Queue, b.Queue) })
 	return h, nil
@@ -60,4 +61,30 @@ func (s *Store) PoolStats() []store.PoolStats {
 		InUse: int(st.AcquiredConns()), Idle: int(st.IdleConns()),
 		Waits: st.EmptyAcquireCount(), WaitDuration: st.EmptyAcquireWaitTime(),
 	}}
+}
+
+// QueueThroughput counts the jobs finished since since by queue, minute
+// and state (sql/queue_throughput.sql). See store.Store.
+func (s *executor) QueueThroughput(ctx context.Context, since time.Time) ([]store.Throughput, error) {
+	rows, err := s.db.Query(ctx, queueThroughputSQL, since)
+	if err != nil {
+		return nil, errorf("postgres: queue throughput: %w", err)
+	}
+	defer rows.Close()
+	out := []store.Throughput{}
+	for rows.Next() {
+		var (
+			t     store.Throughput
+			state string
+		)
+		if err := rows.Scan(&t.Queue, &t.Minute, &state, &t.Count); err != nil {
+			return nil, errorf("postgres: queue throughput: %w", err)
+		}
+		t.Minute, t.State = t.Minute.UTC(), job.State(state)
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, errorf("postgres: queue throughput: %w", err)
+	}
+	return out, nil
 }

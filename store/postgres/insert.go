@@ -80,6 +80,12 @@ type insertBatch struct {
 	lockKeys, partitionKeys, idemKeys, argHashes []string
 	requires, prefers                            []*string // array literals; nil for none
 	traceParents                                 []string
+	timeouts                                     []*time.Duration // nil for none
+	schedules                                    []string
+	scheduledFors                                []*time.Time
+	// callbackURLs stays nil (SQL NULL: none for every job) until a job
+	// of the batch has one.
+	callbackURLs []string
 }
 
 func (b *insertBatch) add(p *job.InsertParams, argsHash string) error {
@@ -102,6 +108,15 @@ func (b *insertBatch) add(p *job.InsertParams, argsHash string) error {
 	b.requires = append(b.requires, arrayLiteral(p.Requires))
 	b.prefers = append(b.prefers, arrayLiteral(p.Prefers))
 	b.traceParents = append(b.traceParents, p.TraceParent)
+	b.timeouts = append(b.timeouts, durationPtr(p.Timeout))
+	b.schedules = append(b.schedules, p.Schedule)
+	b.scheduledFors = append(b.scheduledFors, timePtr(p.ScheduledFor))
+	if p.CallbackURL != "" && b.callbackURLs == nil {
+		b.callbackURLs = make([]string, len(b.ids)-1, cap(b.ids))
+	}
+	if b.callbackURLs != nil {
+		b.callbackURLs = append(b.callbackURLs, p.CallbackURL)
+	}
 	return nil
 }
 
@@ -157,7 +172,7 @@ func (s *executor) insertRound(ctx context.Context, q querier, batch normalized,
 	}
 	rows, err := q.Query(ctx, insertSQL, s.now(), b.ids, b.queues, b.kinds, b.args, b.priorities,
 		b.runAts, b.maxAttempts, b.leaseTTLs, b.lockKeys, b.partitionKeys, b.idemKeys, b.argHashes,
-		b.requires, b.prefers, b.traceParents)
+		b.requires, b.prefers, b.traceParents, b.timeouts, b.schedules, b.scheduledFors, b.callbackURLs)
 	if err != nil {
 		return nil, errorf("postgres: insert jobs: %w", err)
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/jobd/jobd/store"
 )
 
-// JobHeartbeat extends the leases still held, in one statement. See
-// store.Store.
+// JobHeartbeat extends the leases still held, in one statement (one
+// pinned round: each job a probe of the primary key). See store.Store.
 func (s *executor) JobHeartbeat(ctx context.Context, owner string, leases []store.Lease) ([]store.HeartbeatResult, error) {
 	results := make([]store.HeartbeatResult, len(leases))
 	if len(leases) == 0 {
@@ -24,16 +24,23 @@ func (s *executor) JobHeartbeat(ctx context.Context, owner string, leases []stor
 	for i, l := range leases {
 		owners[i] = store.OwnerOf(l, owner)
 	}
-	rows, err := s.db.Query(ctx, heartbeatSQL, s.now(), ids, tokens, owners)
-	if err != nil {
-		return nil, errorf("postgres: heartbeat: %w", err)
-	}
 	held := make(map[[2]uuid.UUID]bool, len(leases)) // id and token -> cancel requested
-	var id, token uuid.UUID
-	var cancel bool
-	_, err = pgx.ForEachRow(rows, []any{uuidDest(&id), uuidDest(&token), &cancel}, func() error {
-		held[[2]uuid.UUID{id, token}] = cancel
-		return nil
+	err := s.transact(ctx, func(r *rounds) error {
+		return r.pinnedRound(ctx, true, func(b *pgx.Batch) {
+			b.Queue(heartbeatSQL, s.now(), ids, tokens, owners)
+		}, func(br pgx.BatchResults) error {
+			rows, err := br.Query()
+			if err != nil {
+				return err
+			}
+			var id, token uuid.UUID
+			var cancel bool
+			_, err = pgx.ForEachRow(rows, []any{uuidDest(&id), uuidDest(&token), &cancel}, func() error {
+				held[[2]uuid.UUID{id, token}] = cancel
+				return nil
+			})
+			return err
+		})
 	})
 	if err != nil {
 		return nil, errorf("postgres: heartbeat: %w", err)

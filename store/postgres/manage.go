@@ -113,10 +113,22 @@ func setState(ctx context.Context, r *rounds, now *time.Time, cur *job.Job, t jo
 		return nil, fmt.Errorf("job %s: %w", cur.ID, err)
 	}
 	var j *job.Job
+	var (
+		rerun                   *int32
+		previousState, argsHash string
+		args                    []byte // nil: kept
+	)
+	if rr := t.Rerun; rr != nil {
+		n := int32(rr.Count)
+		rerun, previousState, argsHash = &n, string(rr.PreviousState), rr.ArgsHash
+		if rr.Args != nil {
+			args = rr.Args
+		}
+	}
 	err = r.round(ctx, true, func(b *pgx.Batch) {
 		b.Queue(jobSetStateSQL, now, pgUUID(cur.ID), string(t.From), token,
 			string(t.State), timePtr(t.RunAt), int32(t.Attempt), t.CancelRequested, t.FinishedAt,
-			entries, t.AttemptedAt, t.RequestsCancel())
+			entries, t.AttemptedAt, t.RequestsCancel(), rerun, previousState, args, argsHash)
 	}, func(br pgx.BatchResults) error {
 		var err error
 		j, err = scanJob(br.QueryRow())
@@ -126,6 +138,42 @@ func setState(ctx context.Context, r *rounds, now *time.Time, cur *job.Job, t jo
 		}
 		return err
 	})
+	return j, err
+}
+
+// JobRerun puts a finished job back to queued, its result kept readable
+// until the next claim. One transaction locks the row, decides
+// (job.Rerun) and applies, in two round trips. See store.Store.
+func (s *executor) JobRerun(ctx context.Context, id uuid.UUID, params store.RerunParams) (*job.Job, error) {
+	var j *job.Job
+	err := s.transact(ctx, func(r *rounds) error {
+		var err error
+		j, err = s.rerun(ctx, r, id, params)
+		return err
+	})
+	if err != nil {
+		return nil, errorf("postgres: rerun job %s: %w", id, err)
+	}
+	return j, nil
+}
+
+func (s *executor) rerun(ctx context.Context, r *rounds, id uuid.UUID, params store.RerunParams) (*job.Job, error) {
+	now := s.now()
+	cur, at, err := lockJob(ctx, r, now, id)
+	if err != nil {
+		return nil, err
+	}
+	t, write, err := store.DecideRerun(cur, params, at, s.maxArgs)
+	if err != nil {
+		return nil, err
+	}
+	if !write {
+		return cur, r.round(ctx, true, func(*pgx.Batch) {}, func(pgx.BatchResults) error { return nil }) // commit
+	}
+	j, err := setState(ctx, r, now, cur, t)
+	if uniqueViolation(err, "jobd_jobs_active") {
+		err = job.ErrDuplicate
+	}
 	return j, err
 }
 
@@ -151,10 +199,10 @@ func (s *executor) JobRescue(ctx context.Context, limit int) (int, error) {
 
 func (s *executor) rescue(ctx context.Context, r *rounds, limit int) (applied, error) {
 	now := s.now()
-	// Ordered: the reaper walks the lease index, longest expired first,
+	// Pinned: the reaper walks the lease index, longest expired first,
 	// whatever the statistics say (an empty, never analysed table would
 	// otherwise be read whole, and keep that plan as it fills).
-	held, at, err := lockHeld(ctx, r, true, lockExpiredSQL, now, limit)
+	held, at, err := lockHeld(ctx, r, lockExpiredSQL, now, limit)
 	if err != nil {
 		return applied{}, err
 	}
@@ -163,6 +211,35 @@ func (s *executor) rescue(ctx context.Context, r *rounds, limit int) (applied, e
 		return applied{}, err
 	}
 	return applied{decided: decided, at: at}, s.setStateIfRunning(ctx, r, now, decided)
+}
+
+// JobTimeOut ends the attempts that passed their deadline: one
+// transaction locks them (skipping those locked by a heartbeat or a
+// finish), decides (store.DecideTimeOut) and applies, in two round trips.
+// See store.Store.
+func (s *executor) JobTimeOut(ctx context.Context, params store.TimeOutParams) (int, error) {
+	if params.Limit <= 0 {
+		return 0, nil
+	}
+	var done applied
+	err := s.transact(ctx, func(r *rounds) error {
+		now := s.now()
+		held, at, err := lockHeld(ctx, r, lockTimedOutSQL, now, params.Limit)
+		if err != nil {
+			return err
+		}
+		decided, err := store.DecideTimeOut(held, at, params.RetryDelay)
+		if err != nil {
+			return err
+		}
+		done = applied{decided: decided, at: at}
+		return s.setStateIfRunning(ctx, r, now, decided)
+	})
+	if err != nil {
+		return 0, errorf("postgres: time out overdue attempts: %w", err)
+	}
+	s.afterCommit(func() { s.wakeLater(done) })
+	return len(done.decided), nil
 }
 
 // JobPrune deletes old finished jobs and their journal. See store.Store.

@@ -121,24 +121,27 @@ func checkPlans(t *testing.T, conn *pgx.Conn, table string, holdsRows bool) {
 		wantIndex string
 		check     int // scansOf or lookupBy
 		// ordered: the statement runs with planner_ordered.sql's settings
-		// (the claim, see JobClaim; the reaper, see rescue).
+		// (the claim, see JobClaim; the reaper, see rescue; the lookups
+		// by id, see pinnedRound).
 		ordered bool
 	}{
-		{"claim", claimSQL, []string{"NULL", "'q1'", fmt.Sprint(batch), "'me'", "'{}'", "NULL", "'0s'"},
+		{"claim", claimSQL, []string{"NULL", "'q1'", fmt.Sprint(batch), "'me'", "'{}'", "NULL", "'0s'", "NULL"},
 			"jobd_jobs_claim", scansOf, true},
-		{"claim_after", claimAfterSQL, []string{"NULL", "'q1'", fmt.Sprint(batch), "'me'", "'{}'", "NULL", "'0s'",
+		{"claim_after", claimAfterSQL, []string{"NULL", "'q1'", fmt.Sprint(batch), "'me'", "'{}'", "NULL", "'0s'", "NULL",
 			"100", "now()", "'00000000-0000-0000-0000-000000000000'"}, "jobd_jobs_claim", scansOf, true},
 		{"finish_succeeded", finishSucceededSQL, []string{"NULL", arr(ids), arr(tokens), arr(nulls), "'succeeded'", arr(owners)},
-			"jobd_jobs_pkey", lookupBy, false},
-		{"lock_held", lockHeldSQL, []string{"NULL", arr(ids), arr(tokens)}, "jobd_jobs_pkey", lookupBy, false},
+			"jobd_jobs_pkey", lookupBy, true},
+		{"lock_held", lockHeldSQL, []string{"NULL", arr(ids), arr(tokens)}, "jobd_jobs_pkey", lookupBy, true},
 		{"set_state_if_running", setStateIfRunningSQL, []string{"NULL", arr(ids), arr(tokens), arr(states), arr(nulls),
-			arr(zeros), arr(nulls), arr(nulls), arr(nulls), arr(entries), arr(nulls)}, "jobd_jobs_pkey", lookupBy, false},
+			arr(zeros), arr(nulls), arr(nulls), arr(nulls), arr(entries), arr(nulls), arr(nulls)}, "jobd_jobs_pkey", lookupBy, true},
 		{"lock_expired", lockExpiredSQL, []string{"NULL", fmt.Sprint(batch)}, "jobd_jobs_lease", lookupBy, true},
+		{"lock_timed_out", lockTimedOutSQL, []string{"NULL", fmt.Sprint(batch)}, "jobd_jobs_lease", lookupBy, true},
 		{"job_lock", jobLockSQL, []string{"NULL", id}, "jobd_jobs_pkey", lookupBy, false},
 		{"job_set_state", jobSetStateSQL, []string{"NULL", id, "'queued'", "NULL", "'canceled'", "NULL", "0", "false",
-			"now()", `'[{"kind":"canceled","at":1,"attempt":0}]'`, "NULL", "false"}, "jobd_jobs_pkey", lookupBy, false},
+			"now()", `'[{"kind":"canceled","at":1,"attempt":0}]'`, "NULL", "false", "NULL", "''", "NULL", "''"},
+			"jobd_jobs_pkey", lookupBy, false},
 		{"job_events", jobEventsSQL, []string{id}, "jobd_jobs_pkey", lookupBy, false},
-		{"heartbeat", heartbeatSQL, []string{"NULL", arr(ids), arr(tokens), arr(owners)}, "jobd_jobs_pkey", lookupBy, false},
+		{"heartbeat", heartbeatSQL, []string{"NULL", arr(ids), arr(tokens), arr(owners)}, "jobd_jobs_pkey", lookupBy, true},
 	}
 	for _, st := range statements {
 		if _, err := conn.Exec(t.Context(), "PREPARE "+st.name+" AS "+st.sql); err != nil {
@@ -162,6 +165,11 @@ func checkPlans(t *testing.T, conn *pgx.Conn, table string, holdsRows bool) {
 			plans[0].Plan.walk(func(n *planNode) {
 				if n.Relation == "jobd_jobs" && n.Type != "ModifyTable" {
 					scans = append(scans, strings.TrimSpace(n.Type+" "+n.indexName()))
+				}
+				// The primary key is for finding rows by id: a scan of it
+				// without an index condition walks every job.
+				if n.Index == "jobd_jobs_pkey" && n.Cond == "" {
+					t.Errorf("%s, %s: %s walks jobd_jobs_pkey whole (a %s without an index condition):\n%s", table, mode, st.name, n.Type, doc)
 				}
 				cursorInIndex = cursorInIndex || (n.Index == "jobd_jobs_claim" && strings.Contains(n.Cond, "ROW(priority, run_at, id) >"))
 			})

@@ -9,6 +9,8 @@ var (
 	checkpointSQL string
 	//go:embed sql/queue_health.sql
 	queueHealthSQL string
+	//go:embed sql/queue_throughput.sql
+	queueThroughputSQL string
 	//go:embed sql/planner_ordered.sql
 	plannerOrderedSQL string
 	//go:embed sql/planner_reset.sql
@@ -37,6 +39,8 @@ var (
 	jobListSQL string
 	//go:embed sql/job_list_oldest.sql
 	jobListOldestSQL string
+	//go:embed sql/job_scan_bound.sql
+	jobScanBoundSQL string
 	//go:embed sql/job_lock.sql
 	jobLockSQL string
 	//go:embed sql/job_set_state.sql
@@ -61,6 +65,8 @@ var (
 	lockExpiredSQL string
 	//go:embed sql/lock_held.sql
 	lockHeldSQL string
+	//go:embed sql/lock_timed_out.sql
+	lockTimedOutSQL string
 	//go:embed sql/migrate_applied.sql
 	migrateAppliedSQL string
 	//go:embed sql/migrate_lock.sql
@@ -99,4 +105,26 @@ var (
 	workerSeenSQL string
 	//go:embed sql/worker_set_disabled.sql
 	workerSetDisabledSQL string
+	//go:embed sql/webhook_create.sql
+	webhookCreateSQL string
+	//go:embed sql/webhook_get.sql
+	webhookGetSQL string
+	//go:embed sql/webhook_list.sql
+	webhookListSQL string
+	//go:embed sql/webhook_update.sql
+	webhookUpdateSQL string
+	//go:embed sql/webhook_delete.sql
+	webhookDeleteSQL string
+	//go:embed sql/webhook_events_take.sql
+	webhookEventsTakeSQL string
+	//go:embed sql/webhook_limits_lock.sql
+	webhookLimitsLockSQL string
+	//go:embed sql/webhook_limits_save.sql
+	webhookLimitsSaveSQL string
+	//go:embed sql/webhook_limits_due.sql
+	webhookLimitsDueSQL string
+	//go:embed sql/setting_init.sql
+	settingInitSQL string
+	//go:embed sql/setting_get.sql
+	settingGetSQL string
 )

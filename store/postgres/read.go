@@ -26,6 +26,9 @@ func (s *executor) JobGet(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 // round trip; a feed page (UpdatedSince) with the real clock reads its
 // horizon first, in one more. See store.Store.
 func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store.ListResult, error) {
+	if err := store.CheckScan(params); err != nil {
+		return nil, err
+	}
 	var states []string // nil: any state
 	for _, st := range params.States {
 		states = append(states, string(st))
@@ -36,8 +39,28 @@ func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store
 			nullText(params.LockKey), nullText(params.PartitionKey)}, extra...)
 	}
 
+	idem := nullText(params.IdempotencyKey) // every statement's last parameter
+	// A bounded scan reads its bound first, in a round trip of its own:
+	// the page is then fenced by exactly the bound it reports.
+	var low *[16]byte // nil: no bound
+	if store.ScanBounded(params) {
+		var after *[16]byte
+		if params.After != nil {
+			id := pgUUID(params.After.ID)
+			after = &id
+		}
+		var id [16]byte
+		switch err := s.db.QueryRow(ctx, jobScanBoundSQL, after, params.ScanLimit).Scan(&id); {
+		case err == nil:
+			low = &id
+		case !errors.Is(err, pgx.ErrNoRows):
+			return nil, errorf("postgres: list jobs: scan bound: %w", err)
+		}
+	}
 	var batch pgx.Batch
-	batch.Queue(jobCountSQL, args(params.UpdatedSince)...)
+	if !params.NoTotal {
+		batch.Queue(jobCountSQL, args(params.UpdatedSince, idem)...)
+	}
 	if params.Limit > 0 {
 		switch {
 		case params.UpdatedSince != nil:
@@ -49,25 +72,30 @@ func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store
 			if err != nil {
 				return nil, errorf("postgres: list jobs: %w", err)
 			}
-			batch.Queue(jobFeedSQL, args(*params.UpdatedSince, afterAt, pgUUID(afterID), params.Limit, horizon)...)
+			batch.Queue(jobFeedSQL, args(*params.UpdatedSince, afterAt, pgUUID(afterID), params.Limit, horizon, idem)...)
 		default:
 			var after *[16]byte
 			if params.After != nil {
 				id := pgUUID(params.After.ID)
 				after = &id
 			}
-			query := jobListSQL
 			if params.OldestFirst {
-				query = jobListOldestSQL
+				batch.Queue(jobListOldestSQL, args(after, params.Limit, idem)...)
+			} else {
+				batch.Queue(jobListSQL, args(after, params.Limit, idem, low)...)
 			}
-			batch.Queue(query, args(after, params.Limit)...)
 		}
 	}
-	res := &store.ListResult{}
+	res := &store.ListResult{Total: -1}
+	if batch.Len() == 0 {
+		return &store.ListResult{Jobs: []*job.Job{}, Total: -1}, nil
+	}
 	br := s.db.SendBatch(ctx, &batch)
 	defer br.Close()
-	if err := br.QueryRow().Scan(&res.Total); err != nil {
-		return nil, errorf("postgres: count jobs: %w", err)
+	if !params.NoTotal {
+		if err := br.QueryRow().Scan(&res.Total); err != nil {
+			return nil, errorf("postgres: count jobs: %w", err)
+		}
 	}
 	if params.Limit > 0 {
 		rows, err := br.Query()
@@ -83,6 +111,10 @@ func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store
 	}
 	if res.Jobs == nil {
 		res.Jobs = []*job.Job{}
+	}
+	if low != nil && len(res.Jobs) < params.Limit {
+		id := uuid.UUID(*low)
+		res.ScannedTo = &id
 	}
 	return res, nil
 }

@@ -80,6 +80,36 @@ func (r *rounds) round(ctx context.Context, last bool, queue func(*pgx.Batch), r
 	return nil
 }
 
+// pinnedRound is round with its statements planned under
+// planner_ordered.sql's settings, whatever the table's statistics say:
+// the claim's ordered walk of the claim index, and the probes of the
+// primary key of every statement that finds jobs by id. Inside a
+// transaction of the caller's, the settings are put back before the
+// round ends; in one of its own, they end with it.
+func (r *rounds) pinnedRound(ctx context.Context, last bool, queue func(*pgx.Batch), read func(pgx.BatchResults) error) error {
+	reset := !r.own
+	return r.round(ctx, last, func(b *pgx.Batch) {
+		b.Queue(plannerOrderedSQL)
+		queue(b)
+		if reset {
+			b.Queue(plannerResetSQL)
+		}
+	}, func(br pgx.BatchResults) error {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("planner settings: %w", err)
+		}
+		if err := read(br); err != nil {
+			return err
+		}
+		if reset {
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("planner settings: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
 // rollbackTimeout bounds a rollback sent after its context ended.
 const rollbackTimeout = 5 * time.Second
 

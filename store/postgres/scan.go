@@ -18,7 +18,8 @@ import (
 //	lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
 //	idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
 //	last_error, created_at, started_at, finished_at, updated_at,
-//	requires, prefers, attempted_at, trace_parent
+//	requires, prefers, attempted_at, trace_parent,
+//	schedule, scheduled_for, timeout, deadline, rerun, previous_state, previous_result, callback_url
 //
 // The journal column is not among them: only JobEvents reads it.
 type jobRow struct {
@@ -26,8 +27,11 @@ type jobRow struct {
 	state                                                string
 	leaseToken                                           pgtype.UUID
 	leaseOwner, lockKey, partitionKey, idemKey, argsHash pgtype.Text
-	lastError, traceParent                               pgtype.Text
+	lastError, traceParent, callbackURL                  pgtype.Text
 	args, progress, checkpoint, result                   []byte
+	schedule, previousState                              pgtype.Text
+	timeout                                              *time.Duration
+	previousResult                                       []byte
 }
 
 // dest returns the scan destinations, in column order.
@@ -39,6 +43,7 @@ func (r *jobRow) dest() []any {
 		&r.idemKey, &r.argsHash, &j.CancelRequested, &r.progress, &r.checkpoint, &r.result,
 		&r.lastError, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.UpdatedAt,
 		&j.Requires, &j.Prefers, &j.AttemptedAt, &r.traceParent,
+		&r.schedule, &j.ScheduledFor, &r.timeout, &j.Deadline, &j.Rerun, &r.previousState, &r.previousResult, &r.callbackURL,
 	}
 }
 
@@ -55,6 +60,13 @@ func (r *jobRow) job() (*job.Job, error) {
 	j.ArgsHash = r.argsHash.String
 	j.LastError = r.lastError.String
 	j.TraceParent = r.traceParent.String
+	j.Schedule = r.schedule.String
+	if r.timeout != nil {
+		j.Timeout = *r.timeout
+	}
+	j.PreviousState = job.State(r.previousState.String)
+	j.PreviousResult = r.previousResult
+	j.CallbackURL = r.callbackURL.String
 	j.Checkpoint = r.checkpoint
 	j.Result = r.result
 	if r.progress != nil {
@@ -101,6 +113,14 @@ func nullText(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+// durationPtr returns nil (SQL NULL) for a duration that is not positive.
+func durationPtr(d time.Duration) *time.Duration {
+	if d <= 0 {
+		return nil
+	}
+	return &d
 }
 
 // timePtr returns nil for the zero time.

@@ -101,13 +101,14 @@ func (s *executor) WorkerSeen(ctx context.Context, id string, status store.Worke
 	return nil
 }
 
-// WorkerMarkOffline marks offline the workers silent since cutoff.
+// WorkerMarkOffline marks offline the workers silent since cutoff, and
+// records a worker.offline event for each, in one statement.
 func (s *executor) WorkerMarkOffline(ctx context.Context, cutoff time.Time) (int, error) {
-	tag, err := s.db.Exec(ctx, workerMarkOfflineSQL, s.now(), cutoff)
-	if err != nil {
+	var n int
+	if err := s.db.QueryRow(ctx, workerMarkOfflineSQL, s.now(), cutoff).Scan(&n); err != nil {
 		return 0, errorf("postgres: mark workers offline: %w", err)
 	}
-	return int(tag.RowsAffected()), nil
+	return n, nil
 }
 
 func scanWorker(row pgx.CollectableRow) (store.Worker, error) {

@@ -88,10 +88,57 @@ func (s *executor) JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error)
 	return j, nil
 }
 
+// JobRerun puts a finished job back to queued, its result kept readable
+// until the next claim; job.ErrWrongState from a queued or running job
+// (but a rerun's, returned unchanged), job.ErrDuplicate when a queued or
+// running twin holds its args hash. The write transaction reads the row,
+// decides (job.Rerun) and applies.
+func (s *executor) JobRerun(ctx context.Context, id uuid.UUID, params store.RerunParams) (*job.Job, error) {
+	var (
+		j    *job.Job
+		wake *wakeups
+	)
+	err := s.jobsTx(ctx, func(tx *jobWrite) error {
+		wake = newWakeups(tx.now)
+		cur, err := scanJob(tx.QueryRowContext(ctx, jobGetSQL, id.String()))
+		if err != nil {
+			return err
+		}
+		t, write, err := store.DecideRerun(cur, params, fromMicro(tx.now), s.maxArgs)
+		if err != nil || !write {
+			j = cur
+			return err
+		}
+		hash := cur.ArgsHash
+		if t.Rerun.Args != nil {
+			hash = t.Rerun.ArgsHash
+		}
+		if hash != "" {
+			twin, err := scanJob(tx.QueryRowContext(ctx, jobActiveTwinSQL, hash))
+			if err == nil {
+				return fmt.Errorf("job %s is its active twin: %w", twin.ID, job.ErrDuplicate)
+			}
+			if !errors.Is(err, job.ErrNotFound) {
+				return err
+			}
+		}
+		if j, err = setState(ctx, tx, cur, t); err != nil {
+			return err
+		}
+		wake.add(j.Queue, j.RunAt.UnixMicro())
+		return nil
+	})
+	if err != nil {
+		return nil, errorf("sqlite: rerun job %s: %w", id, err)
+	}
+	s.send(wake)
+	return j, nil
+}
+
 // setState applies an operator's transition t of cur, read in this write
 // transaction, fenced by the state and lease token cur has, with the
 // journal entries and attempted_at it decided, and returns the job as it
-// now is.
+// now is. A job it makes final records its callback, if it has one.
 func setState(ctx context.Context, tx *jobWrite, cur *job.Job, t job.Transition) (*job.Job, error) {
 	var token any
 	if cur.LeaseToken != uuid.Nil {
@@ -100,6 +147,16 @@ func setState(ctx context.Context, tx *jobWrite, cur *job.Job, t job.Transition)
 	entries, err := job.MarshalJournal(t.Events)
 	if err != nil {
 		return nil, fmt.Errorf("job %s: %w", cur.ID, err)
+	}
+	var (
+		rerun, args             any // NULL: not a rerun, args kept
+		previousState, argsHash string
+	)
+	if rr := t.Rerun; rr != nil {
+		rerun, previousState, argsHash = rr.Count, string(rr.PreviousState), rr.ArgsHash
+		if rr.Args != nil {
+			args = string(rr.Args)
+		}
 	}
 	j, err := scanJob(tx.QueryRowContext(ctx, jobSetStateSQL,
 		sql.Named("id", cur.ID.String()),
@@ -113,6 +170,10 @@ func setState(ctx context.Context, tx *jobWrite, cur *job.Job, t job.Transition)
 		sql.Named("attempted_at", nullMicroOf(t.AttemptedAt)),
 		sql.Named("entries", nullJSON(entries)),
 		sql.Named("stamp", tx.stamp),
+		sql.Named("rerun", rerun),
+		sql.Named("previous_state", previousState),
+		sql.Named("args", args),
+		sql.Named("args_hash", argsHash),
 	))
 	if errors.Is(err, job.ErrNotFound) {
 		// The write lock is held since the read: the fence cannot fail but
@@ -121,6 +182,11 @@ func setState(ctx context.Context, tx *jobWrite, cur *job.Job, t job.Transition)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if t.FinishedAt != nil && j.CallbackURL != "" {
+		if err := recordEvents(ctx, tx, []outboxEvent{{ID: j.ID.String(), Type: store.WebhookCallback}}); err != nil {
+			return nil, err
+		}
 	}
 	return j, nil
 }
@@ -160,8 +226,44 @@ func (s *executor) JobRescue(ctx context.Context, limit int) (int, error) {
 	return n, nil
 }
 
+// JobTimeOut ends the attempts of up to params.Limit running jobs whose
+// deadline passed (at or before now): the write transaction reads their
+// facts, decides (store.DecideTimeOut) and applies the decisions in one
+// statement.
+func (s *executor) JobTimeOut(ctx context.Context, params store.TimeOutParams) (int, error) {
+	if params.Limit <= 0 {
+		return 0, nil
+	}
+	var (
+		wake *wakeups
+		n    int
+	)
+	err := s.jobsTx(ctx, func(tx *jobWrite) error {
+		wake = newWakeups(tx.now)
+		held, err := lockHeld(ctx, tx, lockTimedOutSQL, sql.Named("now", tx.now), sql.Named("limit", params.Limit))
+		if err != nil || len(held) == 0 {
+			return err
+		}
+		decided, err := store.DecideTimeOut(held, fromMicro(tx.now), params.RetryDelay)
+		if err != nil {
+			return err
+		}
+		if err := setStateIfRunning(ctx, tx, wake, decided); err != nil {
+			return err
+		}
+		n = len(decided)
+		return nil
+	})
+	if err != nil {
+		return 0, errorf("sqlite: time out: %w", err)
+	}
+	s.send(wake)
+	return n, nil
+}
+
 // JobPrune deletes up to limit finished jobs whose finished_at is before
-// before, oldest first, with their journals.
+// before, oldest first, with their journals, and up to limit outbox
+// events older than before (prune_webhook_events.sql).
 func (s *executor) JobPrune(ctx context.Context, before time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
@@ -173,6 +275,10 @@ func (s *executor) JobPrune(ctx context.Context, before time.Time, limit int) (i
 			sql.Named("before", before.UnixMicro()),
 			sql.Named("limit", limit),
 		)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, pruneWebhookEventsSQL, sql.Named("before", before.UnixMicro()), sql.Named("limit", limit))
 		return err
 	})
 	if err != nil {

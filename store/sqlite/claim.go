@@ -47,11 +47,15 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 		if err != nil {
 			return err
 		}
+		if err := loadBatch(ctx, tx, body); err != nil {
+			return err
+		}
 		rows, err := tx.QueryContext(ctx, claimJobsSQL,
 			sql.Named("batch", string(body)),
 			sql.Named("owner", params.Owner),
 			sql.Named("now", tx.now),
 			sql.Named("stamp", tx.stamp),
+			sql.Named("default_timeout_us", nullMicros(params.DefaultTimeout)),
 		)
 		if err != nil {
 			return err

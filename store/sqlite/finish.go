@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -75,15 +77,22 @@ func finishSucceeded(ctx context.Context, tx *jobWrite, outcomes []store.Outcome
 	if err != nil {
 		return nil, err
 	}
+	if err := loadBatch(ctx, tx, body); err != nil {
+		return nil, fmt.Errorf("finish successes: %w", err)
+	}
 	rows, err := tx.QueryContext(ctx, finishSucceededBatchSQL, sql.Named("batch", string(body)),
 		sql.Named("state", string(job.SucceededState)), sql.Named("now", tx.now), sql.Named("stamp", tx.stamp))
 	if err != nil {
 		return nil, fmt.Errorf("finish successes: %w", err)
 	}
 	defer rows.Close()
+	var events []outboxEvent
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var (
+			id       string
+			callback bool
+		)
+		if err := rows.Scan(&id, &callback); err != nil {
 			return nil, fmt.Errorf("finish successes: %w", err)
 		}
 		i, ok := index[id]
@@ -91,8 +100,14 @@ func finishSucceeded(ctx context.Context, tx *jobWrite, outcomes []store.Outcome
 			return nil, fmt.Errorf("finish successes: job %s was not in the batch", id)
 		}
 		results[i] = store.FinishResult{State: job.SucceededState}
+		if callback {
+			events = append(events, outboxEvent{ID: id, Type: store.WebhookCallback})
+		}
 	}
 	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("finish successes: %w", err)
+	}
+	if err := recordEvents(ctx, tx, events); err != nil {
 		return nil, fmt.Errorf("finish successes: %w", err)
 	}
 	return results, nil
@@ -113,7 +128,7 @@ func finish(ctx context.Context, tx *jobWrite, wake *wakeups, outcomes []store.O
 	if err != nil {
 		return nil, err
 	}
-	held, err := lockHeld(ctx, tx, lockHeldSQL, sql.Named("leases", string(body)))
+	held, err := lockHeld(ctx, tx, lockHeldSQL, sql.Named("leases", string(body)), sql.Named("now", tx.now))
 	if err != nil {
 		return nil, fmt.Errorf("read held leases: %w", err)
 	}
@@ -124,9 +139,12 @@ func finish(ctx context.Context, tx *jobWrite, wake *wakeups, outcomes []store.O
 	return results, setStateIfRunning(ctx, tx, wake, decided)
 }
 
-// lockHeld runs query, lock_held.sql or lock_expired.sql, which reads the
-// facts of running jobs inside the write transaction.
+// lockHeld runs query, lock_held.sql, lock_expired.sql or
+// lock_timed_out.sql, which reads the facts of running jobs inside the
+// write transaction; lock_timed_out.sql, which reads the jobs' timeouts
+// too, is told by its text.
 func lockHeld(ctx context.Context, tx *jobWrite, query string, args ...any) ([]store.Held, error) {
+	withTimeout := query == lockTimedOutSQL
 	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -137,12 +155,18 @@ func lockHeld(ctx context.Context, tx *jobWrite, query string, args ...any) ([]s
 		var (
 			id, token   string
 			attemptedAt sql.NullInt64
+			timeout     sql.NullInt64
 			h           = store.Held{Facts: job.Facts{State: job.StateRunning}} // the statement's fence
 		)
-		if err := rows.Scan(&id, &token, &h.Queue, &h.Attempt, &h.MaxAttempts, &h.CancelRequested,
-			&h.LeaseOwner, &attemptedAt); err != nil {
+		dest := []any{&id, &token, &h.Queue, &h.Attempt, &h.MaxAttempts, &h.CancelRequested,
+			&h.LeaseOwner, &attemptedAt}
+		if withTimeout {
+			dest = append(dest, &timeout)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
+		h.Timeout = time.Duration(timeout.Int64) * time.Microsecond
 		h.AttemptedAt = fromNullMicro(attemptedAt)
 		if h.ID, err = uuid.Parse(id); err != nil {
 			return nil, fmt.Errorf("job id %q: %w", id, err)
@@ -195,17 +219,71 @@ func setStateIfRunning(ctx context.Context, tx *jobWrite, wake *wakeups, decided
 	if err != nil {
 		return err
 	}
-	res, err := tx.ExecContext(ctx, setStateIfRunningSQL, sql.Named("batch", string(body)), sql.Named("stamp", tx.stamp))
+	if err := loadBatch(ctx, tx, body); err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
+	rows, err := tx.QueryContext(ctx, setStateIfRunningSQL, sql.Named("batch", string(body)), sql.Named("stamp", tx.stamp))
 	if err != nil {
 		return fmt.Errorf("apply: %w", err)
 	}
-	if n, err := res.RowsAffected(); err != nil || n != int64(len(decided)) {
-		return fmt.Errorf("apply: %d of %d held jobs changed (%v)", n, len(decided), err)
+	var (
+		n         int
+		callbacks = make(map[string]bool)
+	)
+	for rows.Next() {
+		var (
+			id       string
+			callback bool
+		)
+		if err := rows.Scan(&id, &callback); err != nil {
+			rows.Close()
+			return fmt.Errorf("apply: %w", err)
+		}
+		n++
+		callbacks[id] = callback
 	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
+	if n != len(decided) {
+		return fmt.Errorf("apply: %d of %d held jobs changed", n, len(decided))
+	}
+	var events []outboxEvent
 	for _, d := range decided {
 		if d.State == job.StateQueued {
 			wake.add(d.Queue, d.RunAt.UnixMicro())
 		}
+		id := d.ID.String()
+		if callbacks[id] {
+			events = append(events, outboxEvent{ID: id, Type: store.WebhookCallback})
+		}
+		if d.Alert != "" {
+			events = append(events, outboxEvent{ID: id, Type: d.Alert})
+		}
+	}
+	return recordEvents(ctx, tx, events)
+}
+
+// outboxEvent is an event of a job this transaction changed, for
+// recordEvents.
+type outboxEvent struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+// recordEvents records events in the outbox, in order, in the
+// transaction that made them (webhook_events_record.sql): nothing when
+// there are none.
+func recordEvents(ctx context.Context, tx *jobWrite, events []outboxEvent) error {
+	if len(events) == 0 {
+		return nil
+	}
+	body, err := json.Marshal(events)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, webhookEventsRecordSQL, sql.Named("events", string(body)), sql.Named("now", tx.now)); err != nil {
+		return fmt.Errorf("record webhook events: %w", err)
 	}
 	return nil
 }

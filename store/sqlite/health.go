@@ -3,10 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
 
@@ -45,7 +46,7 @@ func (s *executor) QueueHealth(ctx context.Context, params store.HealthParams) (
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: queue health: %w", err)
+		return nil, errorf("sqlite: queue health: %w", err)
 	}
 	slices.SortFunc(h.Queues, func(a, b store.QueueHealth) int { return strings.Compare(a.Queue, b.Queue) })
 	return h, nil
@@ -66,4 +67,34 @@ func (s *Store) PoolStats() []store.PoolStats {
 		})
 	}
 	return out
+}
+
+// QueueThroughput counts the jobs finished since since by queue, minute
+// and state (sql/queue_throughput.sql). See store.Store.
+func (s *executor) QueueThroughput(ctx context.Context, since time.Time) ([]store.Throughput, error) {
+	out := []store.Throughput{}
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, queueThroughputSQL, sql.Named("since", since.UnixMicro()))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				t      store.Throughput
+				minute int64
+				state  string
+			)
+			if err := rows.Scan(&t.Queue, &minute, &state, &t.Count); err != nil {
+				return err
+			}
+			t.Minute, t.State = fromMicro(minute), job.State(state)
+			out = append(out, t)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, errorf("sqlite: queue throughput: %w", err)
+	}
+	return out, nil
 }

@@ -74,6 +74,10 @@ func (s *executor) JobInsertMany(ctx context.Context, params []job.InsertParams)
 				sql.Named("requires", listJSON(r.p.Requires)),
 				sql.Named("prefers", listJSON(r.p.Prefers)),
 				sql.Named("trace_parent", r.p.TraceParent),
+				sql.Named("timeout_us", nullMicros(r.p.Timeout)),
+				sql.Named("schedule", r.p.Schedule),
+				sql.Named("scheduled_for", microOf(r.p.ScheduledFor)),
+				sql.Named("callback_url", r.p.CallbackURL),
 				sql.Named("now", tx.now),
 				sql.Named("stamp", tx.stamp),
 			))

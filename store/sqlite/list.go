@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
+	"fmt"
 
 	"github.com/google/uuid"
 
@@ -37,6 +39,9 @@ func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store
 	if params.Limit < 0 {
 		return nil, job.Invalid("limit", "must be >= 0, got %d", params.Limit)
 	}
+	if err := store.CheckScan(params); err != nil {
+		return nil, err
+	}
 	states := ""
 	if len(params.States) > 0 {
 		for _, st := range params.States {
@@ -56,9 +61,12 @@ func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store
 		sql.Named("states", states),
 		sql.Named("lock_key", params.LockKey),
 		sql.Named("partition_key", params.PartitionKey),
+		sql.Named("idempotency_key", params.IdempotencyKey),
 	}
 	countQuery, query := jobCountSQL, jobListNewestSQL
 	var page []any
+	var afterArg sql.NamedArg // the newest-first and oldest-first cursor
+	lowAt := -1               // the index of :low in page
 	if params.UpdatedSince != nil {
 		countQuery, query = jobCountFeedSQL, jobListFeedSQL
 		since := params.UpdatedSince.UnixMicro()
@@ -77,17 +85,36 @@ func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store
 		if params.After != nil {
 			after = params.After.ID.String()
 		}
-		page = append(page, sql.Named("after", after))
+		afterArg = sql.Named("after", after)
+		page = append(page, afterArg)
+		if !params.OldestFirst {
+			lowAt = len(page) // set by a bounded scan below
+			page = append(page, sql.Named("low", ""))
+		}
 	}
 	page = append(page, sql.Named("limit", params.Limit))
 
 	res := &store.ListResult{Jobs: []*job.Job{}}
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		if err := tx.QueryRowContext(ctx, countQuery, filters...).Scan(&res.Total); err != nil {
+		if params.NoTotal {
+			res.Total = -1
+		} else if err := tx.QueryRowContext(ctx, countQuery, filters...).Scan(&res.Total); err != nil {
 			return err
 		}
 		if params.Limit == 0 {
 			return nil
+		}
+		var low sql.NullString // not valid: no bound
+		if store.ScanBounded(params) {
+			// In the page's snapshot: the page is fenced by exactly the
+			// bound it reports.
+			err := tx.QueryRowContext(ctx, jobScanBoundSQL, afterArg, sql.Named("scan", params.ScanLimit)).Scan(&low)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("scan bound: %w", err)
+			}
+			if low.Valid {
+				page[lowAt] = sql.Named("low", low.String)
+			}
 		}
 		rows, err := tx.QueryContext(ctx, query, append(filters, page...)...)
 		if err != nil {
@@ -99,6 +126,13 @@ func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store
 		}
 		if jobs != nil {
 			res.Jobs = jobs
+		}
+		if low.Valid && len(res.Jobs) < params.Limit {
+			id, err := uuid.Parse(low.String)
+			if err != nil {
+				return fmt.Errorf("scan bound %q: %w", low.String, err)
+			}
+			res.ScannedTo = &id
 		}
 		return nil
 	})

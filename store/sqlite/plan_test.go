@@ -4,39 +4,83 @@ import (
 	"database/sql"
 	"strings"
 	"testing"
+
+	"github.com/jobd/jobd/job"
 )
 
 // TestQueryPlans checks that the hot queries search their partial index
 // rather than scan the table, that the claim needs no sort, and that the
 // batched writes (and the read of the facts a decision needs) find each
-// job by primary key.
+// job by primary key — on a table never analysed, and on one whose
+// statistics (ANALYZE, as an operator's maintenance or PRAGMA optimize
+// runs it) were taken while it was empty, as after a queue drained.
 func TestQueryPlans(t *testing.T) {
 	s := openTemp(t, nil)
+	t.Run("never analysed", func(t *testing.T) { checkPlans(t, s) })
+	// A queue that held jobs and drained, then analysed: the statistics
+	// say the jobs table has no rows (the state a burst then meets).
+	ctx := t.Context()
+	if _, err := s.JobInsertMany(ctx, []job.InsertParams{{Queue: "q", Kind: "k"}, {Queue: "q", Kind: "k"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.QueuePurge(ctx, "q"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Vacuum(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var stat string
+	if err := s.r.QueryRowContext(ctx, "SELECT stat FROM sqlite_stat1 WHERE tbl = 'jobd_jobs' AND idx = 'jobd_jobs_claim_idx'").Scan(&stat); err != nil {
+		t.Fatalf("statistics of the drained table: %v", err)
+	}
+	if !strings.HasPrefix(stat, "0 ") {
+		t.Fatalf("statistics of the drained table: %q, want 0 rows", stat)
+	}
+	t.Run("analysed empty", func(t *testing.T) { checkPlans(t, s) })
+}
+
+func checkPlans(t *testing.T, s *Store) {
+	// On a writer connection, which has the batched writes' temp table.
+	conn, err := s.w.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(t.Context(), batchPrepareSQL); err != nil {
+		t.Fatal(err)
+	}
 	args := []any{
 		sql.Named("queue", "q"), sql.Named("now", int64(1)), sql.Named("stamp", int64(1)), sql.Named("scan", 10),
 		sql.Named("limit", 10), sql.Named("before", int64(1)),
 		sql.Named("kind", ""), sql.Named("states", ""), sql.Named("lock_key", ""),
-		sql.Named("partition_key", ""), sql.Named("since", int64(0)),
+		sql.Named("partition_key", ""), sql.Named("idempotency_key", ""), sql.Named("since", int64(0)),
 		sql.Named("after_at", int64(0)), sql.Named("after_id", ""),
 		sql.Named("batch", "[]"), sql.Named("owner", ""),
 		sql.Named("caps", "[]"), sql.Named("worker", nil), sql.Named("window", int64(0)),
 		sql.Named("after", 0), sql.Named("after_priority", nil), sql.Named("after_run_at", nil),
-		sql.Named("leases", "[]"), sql.Named("state", "succeeded"),
+		sql.Named("leases", "[]"), sql.Named("state", "succeeded"), sql.Named("default_timeout_us", nil), sql.Named("low", ""),
+		sql.Named("id", ""), sql.Named("token", ""), sql.Named("result", nil), sql.Named("run_at", nil),
+		sql.Named("attempt", 1), sql.Named("finished_at", nil), sql.Named("last_error", nil),
+		sql.Named("attempted_at", nil), sql.Named("entries", nil), sql.Named("events", "[]"),
 	}
 	for _, tc := range []struct {
 		name, query string
 		want        []string
 	}{
-		{"claim", claimCandidatesSQL, []string{"USING INDEX jobd_jobs_claim_idx", "USING COVERING INDEX jobd_jobs_lock_idx"}},
+		{"claim candidates", claimCandidatesSQL, []string{"USING INDEX jobd_jobs_claim_idx", "USING COVERING INDEX jobd_jobs_lock_idx"}},
 		{"claim batch", claimJobsSQL, []string{"SEARCH jobd_jobs USING INDEX sqlite_autoindex_jobd_jobs_1 (id=?)"}},
 		{"finish successes", finishSucceededBatchSQL, []string{"SEARCH jobd_jobs USING INDEX sqlite_autoindex_jobd_jobs_1 (id=?)"}},
 		{"held leases", lockHeldSQL, []string{"SEARCH j USING INDEX sqlite_autoindex_jobd_jobs_1 (id=?)"}},
 		{"apply decisions", setStateIfRunningSQL, []string{"SEARCH jobd_jobs USING INDEX sqlite_autoindex_jobd_jobs_1 (id=?)"}},
 		{"expired leases", lockExpiredSQL, []string{"USING INDEX jobd_jobs_lease_idx"}},
+		{"timed-out attempts", lockTimedOutSQL, []string{"USING INDEX jobd_jobs_lease_idx"}},
 		{"prune", pruneJobsSQL, []string{"USING INDEX jobd_jobs_finished_idx"}},
+		{"record webhook events", webhookEventsRecordSQL, []string{"SEARCH j USING INDEX sqlite_autoindex_jobd_jobs_1 (id=?)"}},
 		{"feed", jobListFeedSQL, []string{"USING INDEX jobd_jobs_updated_idx"}},
+		{"newest first", jobListNewestSQL, []string{"SEARCH jobd_jobs USING INDEX sqlite_autoindex_jobd_jobs_1 (id>? AND id<?)"}},
+		{"scan bound", jobScanBoundSQL, []string{"SEARCH jobd_jobs USING COVERING INDEX sqlite_autoindex_jobd_jobs_1 (id<?)"}},
 	} {
-		rows, err := s.r.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+tc.query, args...)
+		rows, err := conn.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+tc.query, args...)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}

@@ -11,6 +11,15 @@ var claimCandidatesSQL string
 //go:embed sql/queue_health.sql
 var queueHealthSQL string
 
+//go:embed sql/queue_throughput.sql
+var queueThroughputSQL string
+
+//go:embed sql/batch_prepare.sql
+var batchPrepareSQL string
+
+//go:embed sql/batch_load.sql
+var batchLoadSQL string
+
 //go:embed sql/claim_jobs.sql
 var claimJobsSQL string
 
@@ -46,6 +55,9 @@ var jobStampSQL string
 
 //go:embed sql/job_list_feed.sql
 var jobListFeedSQL string
+
+//go:embed sql/job_scan_bound.sql
+var jobScanBoundSQL string
 
 //go:embed sql/job_list_newest.sql
 var jobListNewestSQL string
@@ -91,6 +103,9 @@ var lockExpiredSQL string
 
 //go:embed sql/lock_held.sql
 var lockHeldSQL string
+
+//go:embed sql/lock_timed_out.sql
+var lockTimedOutSQL string
 
 //go:embed sql/migration_applied.sql
 var migrationAppliedSQL string
@@ -145,3 +160,51 @@ var workerSeenSQL string
 
 //go:embed sql/worker_set_disabled.sql
 var workerSetDisabledSQL string
+
+//go:embed sql/webhook_create.sql
+var webhookCreateSQL string
+
+//go:embed sql/webhook_get.sql
+var webhookGetSQL string
+
+//go:embed sql/webhook_list.sql
+var webhookListSQL string
+
+//go:embed sql/webhook_update.sql
+var webhookUpdateSQL string
+
+//go:embed sql/webhook_delete.sql
+var webhookDeleteSQL string
+
+//go:embed sql/webhook_limits_delete.sql
+var webhookLimitsDeleteSQL string
+
+//go:embed sql/webhook_events_take.sql
+var webhookEventsTakeSQL string
+
+//go:embed sql/webhook_events_record.sql
+var webhookEventsRecordSQL string
+
+//go:embed sql/webhook_events_offline.sql
+var webhookEventsOfflineSQL string
+
+//go:embed sql/webhook_limits_lock.sql
+var webhookLimitsLockSQL string
+
+//go:embed sql/webhook_limits_select.sql
+var webhookLimitsSelectSQL string
+
+//go:embed sql/webhook_limits_save.sql
+var webhookLimitsSaveSQL string
+
+//go:embed sql/webhook_limits_due.sql
+var webhookLimitsDueSQL string
+
+//go:embed sql/setting_init.sql
+var settingInitSQL string
+
+//go:embed sql/setting_get.sql
+var settingGetSQL string
+
+//go:embed sql/prune_webhook_events.sql
+var pruneWebhookEventsSQL string

@@ -24,8 +24,11 @@ var jobColumns = []string{
 	"cancel_requested", "progress", "checkpoint", "result", "last_error",
 	"created_at", "started_at", "finished_at", "updated_at",
 	"requires", "prefers", // 002_workers
-	"attempted_at", // 004_journal
-	"trace_parent", // 005_trace_parent
+	"attempted_at",                                        // 004_journal
+	"trace_parent",                                        // 005_trace_parent
+	"schedule", "scheduled_for", "timeout_us", "deadline", // 006_schedules
+	"rerun", "previous_state", "previous_result",
+	"callback_url", // 007_webhooks
 }
 
 // scanner is *sql.Row or *sql.Rows.
@@ -44,7 +47,10 @@ func scanJob(sc scanner) (*job.Job, error) {
 		token, owner, lockKey, partKey, idem   sql.NullString
 		argsHash, progress, checkpoint, result sql.NullString
 		lastError, requires, prefers           sql.NullString
-		traceParent                            sql.NullString
+		traceParent, schedule, previousState   sql.NullString
+		callbackURL                            sql.NullString
+		previousResult                         sql.NullString
+		scheduledFor, timeout, deadline        sql.NullInt64
 		expiresAt, heartbeatAt, attemptedAt    sql.NullInt64
 		startedAt, finishedAt                  sql.NullInt64
 		cancelRequested                        int64
@@ -57,6 +63,7 @@ func scanJob(sc scanner) (*job.Job, error) {
 		&cancelRequested, &progress, &checkpoint, &result, &lastError,
 		&createdAt, &startedAt, &finishedAt, &updatedAt,
 		&requires, &prefers, &attemptedAt, &traceParent,
+		&schedule, &scheduledFor, &timeout, &deadline, &j.Rerun, &previousState, &previousResult, &callbackURL,
 	)
 	if err != nil {
 		return nil, notFound(err)
@@ -80,6 +87,7 @@ func scanJob(sc scanner) (*job.Job, error) {
 	j.LeaseTTL = time.Duration(leaseTTL) * time.Microsecond
 	j.LeaseOwner = owner.String
 	j.TraceParent = traceParent.String
+	j.CallbackURL = callbackURL.String
 	j.LeaseExpiresAt = fromNullMicro(expiresAt)
 	j.HeartbeatAt = fromNullMicro(heartbeatAt)
 	j.LockKey = lockKey.String
@@ -95,6 +103,12 @@ func scanJob(sc scanner) (*job.Job, error) {
 	j.FinishedAt = fromNullMicro(finishedAt)
 	j.UpdatedAt = fromMicro(updatedAt)
 	j.AttemptedAt = fromNullMicro(attemptedAt)
+	j.Schedule = schedule.String
+	j.ScheduledFor = fromNullMicro(scheduledFor)
+	j.Timeout = time.Duration(timeout.Int64) * time.Microsecond
+	j.Deadline = fromNullMicro(deadline)
+	j.PreviousState = job.State(previousState.String)
+	j.PreviousResult = rawJSON(previousResult)
 	if j.Requires, err = scanList(requires); err != nil {
 		return nil, fmt.Errorf("job %s: requires: %w", id, err)
 	}
@@ -153,6 +167,16 @@ func notFound(err error) error {
 func fromMicro(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
 // microOf is t in unix microseconds, nil for the zero time.
+// nullMicros is a duration in microseconds, or nil (SQL NULL) when it
+// is not positive.
+func nullMicros(d time.Duration) *int64 {
+	if d <= 0 {
+		return nil
+	}
+	us := d.Microseconds()
+	return &us
+}
+
 func microOf(t time.Time) *int64 {
 	if t.IsZero() {
 		return nil

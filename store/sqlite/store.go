@@ -108,6 +108,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			"journal_mode(WAL)",
 			"synchronous(FULL)",
 			"foreign_keys(1)",
+			"temp_store(MEMORY)", // temp.jobd_batch (batch_prepare.sql)
 		},
 	}))
 	if err != nil {

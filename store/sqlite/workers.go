@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -124,22 +125,38 @@ func (s *executor) WorkerSeen(ctx context.Context, id string, status store.Worke
 	return nil
 }
 
-// WorkerMarkOffline marks offline the workers silent since cutoff.
+// WorkerMarkOffline marks offline the workers silent since cutoff, and
+// records a worker.offline event for each, in one transaction.
 func (s *executor) WorkerMarkOffline(ctx context.Context, cutoff time.Time) (int, error) {
-	var n int64
+	var marked []string
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, workerMarkOfflineSQL,
-			sql.Named("cutoff", cutoff.UnixMicro()), sql.Named("now", s.now()))
+		now := s.now()
+		rows, err := tx.QueryContext(ctx, workerMarkOfflineSQL, sql.Named("cutoff", cutoff.UnixMicro()), sql.Named("now", now))
 		if err != nil {
 			return err
 		}
-		n, err = res.RowsAffected()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			marked = append(marked, id)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil || len(marked) == 0 {
+			return err
+		}
+		ids, err := json.Marshal(marked)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, webhookEventsOfflineSQL, sql.Named("workers", string(ids)), sql.Named("now", now))
 		return err
 	})
 	if err != nil {
 		return 0, errorf("sqlite: mark workers offline: %w", err)
 	}
-	return int(n), nil
+	return len(marked), nil
 }
 
 // writeOne runs one statement in a write transaction; job.ErrNotFound

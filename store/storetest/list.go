@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -17,6 +18,9 @@ var listTests = []test{
 	{"Paging", testListPaging},
 	{"Feed", testListFeed},
 	{"LimitZero", testListLimitZero},
+	{"IdempotencyKey", testListIdempotencyKey},
+	{"NoTotal", testListNoTotal},
+	{"ScanLimit", testListScanLimit},
 	{"FeedExactUnderWriters", testListFeedExact},
 }
 
@@ -194,3 +198,120 @@ func testListLimitZero(t *testing.T, e *env) {
 		}
 	}
 }
+
+// testListIdempotencyKey: the filter finds the one job of a key, in every
+// order, with the other filters applied too.
+func testListIdempotencyKey(t *testing.T, e *env) {
+	a := e.insert(t, job.InsertParams{Queue: "q1", Kind: "a", IdempotencyKey: "key-a"})
+	e.insert(t, job.InsertParams{Queue: "q1", Kind: "a", IdempotencyKey: "key-b"})
+	e.insert(t, job.InsertParams{Queue: "q1", Kind: "a"})
+	e.wantList(t, "key-a", store.ListParams{IdempotencyKey: "key-a"}, a)
+	e.wantList(t, "key-a oldest first", store.ListParams{IdempotencyKey: "key-a", OldestFirst: true}, a)
+	since := a.UpdatedAt.Add(-time.Second)
+	e.wantList(t, "key-a in the feed", store.ListParams{IdempotencyKey: "key-a", UpdatedSince: &since}, a)
+	e.wantList(t, "key-a, kind b", store.ListParams{IdempotencyKey: "key-a", Kind: "b"})
+	e.wantList(t, "an unknown key", store.ListParams{IdempotencyKey: "nope"})
+}
+
+// testListNoTotal: NoTotal returns the same page and -1 for the total.
+func testListNoTotal(t *testing.T, e *env) {
+	jobs := e.insertN(t, 3, job.InsertParams{Kind: "k"})
+	res := e.list(t, store.ListParams{NoTotal: true, Limit: 2})
+	wantIDs(t, "NoTotal page", res.Jobs, jobs[2], jobs[1])
+	if res.Total != -1 {
+		t.Fatalf("NoTotal: total = %d, want -1", res.Total)
+	}
+	res = e.list(t, store.ListParams{NoTotal: true, Limit: 0})
+	if len(res.Jobs) != 0 || res.Total != -1 {
+		t.Fatalf("NoTotal, limit 0: %d jobs, total %d; want none and -1", len(res.Jobs), res.Total)
+	}
+}
+
+// testListScanLimit: a bounded scan looks at no more than ScanLimit jobs
+// a page; a page it ended early says where (ScannedTo), and paging on
+// from there finds every match once, newest first. A full page, or a scan
+// that reached the oldest job, says nothing.
+func testListScanLimit(t *testing.T, e *env) {
+	var jobs, rare []*job.Job
+	for i := range 10 {
+		p := job.InsertParams{Queue: "q", Kind: "common"}
+		if i == 1 || i == 2 || i == 8 {
+			p.Kind = "rare"
+		}
+		j := e.insert(t, p)
+		jobs = append(jobs, j)
+		if p.Kind == "rare" {
+			rare = append(rare, j)
+		}
+	}
+	slices.Reverse(jobs)
+	slices.Reverse(rare) // newest first: jobs 8, 2, 1
+
+	// The 4 newest jobs (9…6) hold one rare job: the page ends at job 6.
+	res := e.list(t, store.ListParams{Kind: "rare", Limit: 10, ScanLimit: 4, NoTotal: true})
+	wantIDs(t, "first bounded page", res.Jobs, rare[0])
+	if res.ScannedTo == nil || *res.ScannedTo != jobs[3].ID {
+		t.Fatalf("first bounded page: ScannedTo = %v, want job 6 %s", res.ScannedTo, jobs[3].ID)
+	}
+	// Paging on finds every rare job once, in order.
+	var got []*job.Job
+	p := store.ListParams{Kind: "rare", Limit: 10, ScanLimit: 4}
+	for i := 0; ; i++ {
+		if i > 10 {
+			t.Fatal("bounded paging does not end")
+		}
+		res := e.list(t, p)
+		if res.Total != 3 {
+			t.Fatalf("bounded page %d: total %d, want 3 (the count is not bounded)", i, res.Total)
+		}
+		got = append(got, res.Jobs...)
+		if res.ScannedTo == nil {
+			break
+		}
+		p.After = &store.Cursor{ID: *res.ScannedTo}
+	}
+	wantIDs(t, "bounded pages", got, rare...)
+
+	// A page filled before the scan's end says nothing: it continues
+	// from its last job, as any page does.
+	res = e.list(t, store.ListParams{Limit: 2, ScanLimit: 4})
+	wantIDs(t, "a full bounded page", res.Jobs, jobs[0], jobs[1])
+	if res.ScannedTo != nil {
+		t.Fatalf("a full bounded page: ScannedTo = %s, want nil", res.ScannedTo)
+	}
+	// A scan that reaches the oldest job says nothing either.
+	res = e.list(t, store.ListParams{Kind: "rare", Limit: 10, ScanLimit: 4, After: &store.Cursor{ID: jobs[6].ID}})
+	wantIDs(t, "the last bounded page", res.Jobs, rare[1], rare[2])
+	if res.ScannedTo != nil {
+		t.Fatalf("the last bounded page: ScannedTo = %s, want nil", res.ScannedTo)
+	}
+	// Without a bound the page walks as far as it must.
+	e.wantList(t, "unbounded", store.ListParams{Kind: "rare"}, rare...)
+	// Nothing bounds a page without filters (every job matches), nor a
+	// search by idempotency key (found by its index, however old).
+	res = e.list(t, store.ListParams{Limit: 10, ScanLimit: 4})
+	wantIDs(t, "a bounded page without filters", res.Jobs, jobs...)
+	if res.ScannedTo != nil {
+		t.Fatalf("a bounded page without filters: ScannedTo = %s", res.ScannedTo)
+	}
+	old := e.insert(t, job.InsertParams{Queue: "q", Kind: "common", IdempotencyKey: "old-key"})
+	e.insertN(t, 5, job.InsertParams{Queue: "q", Kind: "common"})
+	res = e.list(t, store.ListParams{Queue: "q", IdempotencyKey: "old-key", Limit: 10, ScanLimit: 2})
+	wantIDs(t, "a bounded search by idempotency key", res.Jobs, old)
+	if res.ScannedTo != nil {
+		t.Fatalf("a bounded search by idempotency key: ScannedTo = %s", res.ScannedTo)
+	}
+
+	for _, bad := range []store.ListParams{
+		{Limit: 1, ScanLimit: -1},
+		{Limit: 1, ScanLimit: 5, OldestFirst: true},
+		{Limit: 1, ScanLimit: 5, UpdatedSince: ptrTime(e.now())},
+	} {
+		var verr *job.ValidationError
+		if _, err := e.s.JobList(t.Context(), bad); !errors.As(err, &verr) || verr.Field != "scan_limit" {
+			t.Errorf("JobList %+v: %v, want a validation error of scan_limit", bad, err)
+		}
+	}
+}
+
+func ptrTime(t time.Time) *time.Time { return &t }

@@ -43,7 +43,9 @@ func Run(t *testing.T, open func(t *testing.T, c clock.Clock) store.Store) {
 		{"Progress", progressTests},
 		{"Cancel", cancelTests},
 		{"Retry", retryTests},
+		{"Rerun", rerunTests},
 		{"Rescue", rescueTests},
+		{"TimeOut", timeoutTests},
 		{"Journal", journalTests},
 		{"Prune", pruneTests},
 		{"Take", takeTests},
@@ -54,8 +56,11 @@ func Run(t *testing.T, open func(t *testing.T, c clock.Clock) store.Store) {
 		{"Key", keyTests},
 		{"Worker", workerTests},
 		{"Process", processTests},
+		{"Schedule", scheduleTests},
 		{"Tx", txTests},
 		{"Health", healthTests},
+		{"Webhook", webhookTests},
+		{"Throughput", throughputTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

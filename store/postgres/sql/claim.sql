@@ -1,6 +1,13 @@
 -- Claims up to $3 available jobs of queue $2 for owner $4; $1 now (NULL:
 -- the database's now()); $5 the claimer's capabilities, $6 its worker id
--- (NULL for a node), $7 the prefer window.
+-- (NULL for a node), $7 the prefer window, $8 the queue's default
+-- timeout (NULL: none) for the jobs without one of their own.
+--
+-- An attempt under a timeout gets its deadline (now + the timeout), and
+-- its lease never outlives it: PostgreSQL's least() ignores a NULL
+-- deadline. The claim clears the result: a queued job has none, but for
+-- a re-run's, which stays readable until this claim (and which the
+-- handler receives as previous_result).
 --
 -- The claim writes no journal entry: attempted_at (with lease_owner, the
 -- entry's detail, and the attempt) implies its "claimed" entry until a
@@ -62,24 +69,35 @@ claimed AS (
         attempt = j.attempt + 1,
         lease_token = gen_random_uuid(),
         lease_owner = $4,
-        lease_expires_at = coalesce($1::timestamptz, now()) + j.lease_ttl,
+        lease_expires_at = least(coalesce($1::timestamptz, now()) + j.lease_ttl,
+                                 coalesce($1::timestamptz, now()) + coalesce(j.timeout, $8::interval)),
+        deadline = coalesce($1::timestamptz, now()) + coalesce(j.timeout, $8::interval),
+        result = NULL,
         heartbeat_at = coalesce($1::timestamptz, now()),
         started_at = coalesce(j.started_at, $1::timestamptz, now()),
         attempted_at = coalesce($1::timestamptz, now()),
         updated_at = coalesce($1::timestamptz, now())
     FROM picked
-    WHERE j.id = picked.id
+    -- j.id = ANY (ARRAY[picked.id]), not j.id = picked.id: the same test,
+    -- but not a join clause the planner can merge or hash on, so a walk of
+    -- the whole primary key is never a candidate plan: each picked job is
+    -- a probe of it. With the statistics of a drained, vacuumed table
+    -- (reltuples 0) every index scan costs one page, and the walk looked
+    -- as cheap as a probe (TestPlansAreStable).
+    WHERE j.id = ANY (ARRAY[picked.id])
     RETURNING j.id, j.queue, j.kind, j.args, j.state, j.priority, j.run_at, j.attempt,
               j.max_attempts, j.lease_ttl, j.lease_token, j.lease_owner, j.lease_expires_at,
               j.heartbeat_at, j.lock_key, j.partition_key, j.idempotency_key, j.args_hash,
               j.cancel_requested, j.progress, j.checkpoint, j.result, j.last_error,
               j.created_at, j.started_at, j.finished_at, j.updated_at,
-              j.requires, j.prefers, j.attempted_at, j.trace_parent
+              j.requires, j.prefers, j.attempted_at, j.trace_parent,
+              j.schedule, j.scheduled_for, j.timeout, j.deadline, j.rerun, j.previous_state, j.previous_result, j.callback_url
 )
 SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
        idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
        last_error, created_at, started_at, finished_at, updated_at,
-       requires, prefers, attempted_at, trace_parent
+       requires, prefers, attempted_at, trace_parent,
+       schedule, scheduled_for, timeout, deadline, rerun, previous_state, previous_result, callback_url
 FROM claimed
 ORDER BY priority, run_at, id;

@@ -5,17 +5,40 @@
 -- its journal entry (state succeeded, finished_at). $1 now, $2 job ids,
 -- $3 lease tokens, $4 results (NULL: none), $5 the state that job.Finish
 -- decides for a success, $6 lease owners ('': not fenced by the owner).
--- Returns only the ids that finished; a missing id lost its lease.
-UPDATE jobd_jobs j SET
-    state = $5::text,
-    result = o.result,
-    lease_token = NULL,
-    lease_expires_at = NULL,
-    finished_at = coalesce($1::timestamptz, now()),
-    updated_at = coalesce($1::timestamptz, now())
-FROM unnest($2::uuid[], $3::uuid[], $4::jsonb[], $6::text[]) AS o(id, token, result, owner)
-WHERE j.id = o.id
-  AND j.state = 'running'
-  AND j.lease_token = o.token
-  AND (o.owner = '' OR j.lease_owner = o.owner)
-RETURNING j.id, o.token;
+-- Returns only the ids that finished; a missing id lost its lease (or
+-- its attempt passed its deadline, which ends the lease).
+--
+-- j.id = ANY (ARRAY[o.id]): a probe of the primary key per job whatever
+-- the statistics, never a walk of it (see claim.sql).
+--
+-- A job with a callback URL records its callback in the outbox, in this
+-- same statement (store.WebhookStore); for the others the outbox's
+-- INSERT reads the rows the UPDATE returned and writes nothing.
+WITH done AS (
+    UPDATE jobd_jobs j SET
+        state = $5::text,
+        result = o.result,
+        lease_token = NULL,
+        lease_expires_at = NULL,
+        deadline = NULL,
+        finished_at = coalesce($1::timestamptz, now()),
+        updated_at = coalesce($1::timestamptz, now())
+    FROM unnest($2::uuid[], $3::uuid[], $4::jsonb[], $6::text[]) AS o(id, token, result, owner)
+    WHERE j.id = ANY (ARRAY[o.id])
+      AND j.state = 'running'
+      AND j.lease_token = o.token
+      AND (o.owner = '' OR j.lease_owner = o.owner)
+      AND (j.deadline IS NULL OR j.deadline > coalesce($1::timestamptz, now()))
+    RETURNING j.id, o.token, j.callback_url, j.queue, j.kind, j.attempt, j.max_attempts,
+              j.finished_at
+),
+-- A data-modifying CTE runs whether or not the statement reads it.
+callbacks AS (
+    INSERT INTO jobd_webhook_events (type, at, job_id, queue, kind, attempt, max_attempts,
+                                     finished_at, url)
+    SELECT 'callback', finished_at, id, queue, kind, attempt, max_attempts, finished_at,
+           callback_url
+    FROM done
+    WHERE callback_url IS NOT NULL
+)
+SELECT id, token FROM done;

@@ -12,7 +12,7 @@ WITH inserted AS (
     INSERT INTO jobd_jobs (
         id, queue, kind, args, state, priority, run_at, max_attempts, lease_ttl,
         lock_key, partition_key, idempotency_key, args_hash, created_at, updated_at,
-        requires, prefers, trace_parent
+        requires, prefers, trace_parent, timeout, schedule, scheduled_for, callback_url
     )
     SELECT p.id, p.queue, p.kind, p.args, 'queued', p.priority,
            coalesce(p.run_at, $1::timestamptz, now()), p.max_attempts, p.lease_ttl,
@@ -22,15 +22,19 @@ WITH inserted AS (
            -- $14 and $15 hold each job's requires and prefers as an array
            -- literal ('{cuda,gpu}', NULL for none): unnest cannot take an
            -- array of arrays of different lengths.
-           p.requires::text[], p.prefers::text[], nullif(p.trace_parent, '')
+           p.requires::text[], p.prefers::text[], nullif(p.trace_parent, ''),
+           -- $17 timeouts (NULL: none), $18 schedules ('': none), $19
+           -- their ticks (NULL: none); $20 callback URLs ('': none).
+           p.timeout, nullif(p.schedule, ''), p.scheduled_for,
+           nullif(p.callback_url, '')
     FROM unnest(
         $2::uuid[], $3::text[], $4::text[], $5::jsonb[], $6::integer[], $7::timestamptz[],
         $8::integer[], $9::interval[], $10::text[], $11::text[], $12::text[], $13::text[],
-        $14::text[], $15::text[], $16::text[]
+        $14::text[], $15::text[], $16::text[], $17::interval[], $18::text[], $19::timestamptz[], $20::text[]
     ) WITH ORDINALITY AS p(
         id, queue, kind, args, priority, run_at,
         max_attempts, lease_ttl, lock_key, partition_key, idempotency_key, args_hash,
-        requires, prefers, trace_parent, ord
+        requires, prefers, trace_parent, timeout, schedule, scheduled_for, callback_url, ord
     )
     ORDER BY p.ord -- within a batch, the first of two duplicates wins
     ON CONFLICT DO NOTHING
@@ -50,5 +54,6 @@ SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, le
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
        idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
        last_error, created_at, started_at, finished_at, updated_at,
-       requires, prefers, attempted_at, trace_parent
+       requires, prefers, attempted_at, trace_parent,
+       schedule, scheduled_for, timeout, deadline, rerun, previous_state, previous_result, callback_url
 FROM inserted, woken;

@@ -8,7 +8,8 @@ SELECT p.ord,
        j.lease_ttl, j.lease_token, j.lease_owner, j.lease_expires_at, j.heartbeat_at, j.lock_key,
        j.partition_key, j.idempotency_key, j.args_hash, j.cancel_requested, j.progress,
        j.checkpoint, j.result, j.last_error, j.created_at, j.started_at, j.finished_at,
-       j.updated_at, j.requires, j.prefers, j.attempted_at, trace_parent
+       j.updated_at, j.requires, j.prefers, j.attempted_at, j.trace_parent,
+       j.schedule, j.scheduled_for, j.timeout, j.deadline, j.rerun, j.previous_state, j.previous_result, j.callback_url
 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS p(idempotency_key, args_hash, ord)
 CROSS JOIN LATERAL (
     (SELECT * FROM jobd_jobs WHERE idempotency_key = p.idempotency_key)

@@ -3,12 +3,14 @@
 -- $6 updated_since; ($7, $8) the (updated_at, id) after which the page
 -- starts, which the driver sets to (updated_since, the nil uuid) for the
 -- first page; $9 page size; $10 the horizon (NULL: none), below which
--- every change has committed (feed_horizon.sql).
+-- every change has committed (feed_horizon.sql); $11
+-- idempotency_key (NULL: any).
 SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
        idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
        last_error, created_at, started_at, finished_at, updated_at,
-       requires, prefers, attempted_at, trace_parent
+       requires, prefers, attempted_at, trace_parent,
+       schedule, scheduled_for, timeout, deadline, rerun, previous_state, previous_result, callback_url
 FROM jobd_jobs
 WHERE updated_at >= $6::timestamptz
   AND updated_at >= $7::timestamptz -- where the index scan starts
@@ -19,5 +21,6 @@ WHERE updated_at >= $6::timestamptz
   AND ($3::text[] IS NULL OR state = ANY ($3))
   AND ($4::text IS NULL OR lock_key = $4)
   AND ($5::text IS NULL OR partition_key = $5)
+  AND ($11::text IS NULL OR idempotency_key = $11)
 ORDER BY updated_at, id
 LIMIT $9;

@@ -1,18 +1,24 @@
 -- A page of jobs, newest first. $1 queue, $2 kind, $3 states, $4 lock_key,
 -- $5 partition_key (NULL: any); $6 the last id of the previous page (NULL:
--- the first page); $7 page size. The cursor is an index condition on the
--- primary key whatever the plan: a missing one is the largest uuid.
+-- the first page); $7 page size; $8
+-- idempotency_key (NULL: any); $9 the lowest id the page may return
+-- (job_scan_bound.sql; NULL: none). The cursor and the bound are index
+-- conditions on the primary key whatever the plan: a missing one is the
+-- largest or the smallest uuid.
 SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
        idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
        last_error, created_at, started_at, finished_at, updated_at,
-       requires, prefers, attempted_at, trace_parent
+       requires, prefers, attempted_at, trace_parent,
+       schedule, scheduled_for, timeout, deadline, rerun, previous_state, previous_result, callback_url
 FROM jobd_jobs
 WHERE id < coalesce($6::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff')
+  AND id >= coalesce($9::uuid, '00000000-0000-0000-0000-000000000000')
   AND ($1::text IS NULL OR queue = $1)
   AND ($2::text IS NULL OR kind = $2)
   AND ($3::text[] IS NULL OR state = ANY ($3))
   AND ($4::text IS NULL OR lock_key = $4)
   AND ($5::text IS NULL OR partition_key = $5)
+  AND ($8::text IS NULL OR idempotency_key = $8)
 ORDER BY id DESC
 LIMIT $7;

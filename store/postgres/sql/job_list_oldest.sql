@@ -1,12 +1,13 @@
 -- A page of jobs, oldest first. $1 queue, $2 kind, $3 states, $4 lock_key,
 -- $5 partition_key (NULL: any); $6 the last id of the previous page (NULL:
--- the first page); $7 page size. As in job_list.sql, the cursor is always
+-- the first page); $7 page size; $8 idempotency_key (NULL: any). As in job_list.sql, the cursor is always
 -- an index condition on the primary key: a missing one is the nil uuid.
 SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
        idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
        last_error, created_at, started_at, finished_at, updated_at,
-       requires, prefers, attempted_at, trace_parent
+       requires, prefers, attempted_at, trace_parent,
+       schedule, scheduled_for, timeout, deadline, rerun, previous_state, previous_result, callback_url
 FROM jobd_jobs
 WHERE id > coalesce($6::uuid, '00000000-0000-0000-0000-000000000000')
   AND ($1::text IS NULL OR queue = $1)
@@ -14,5 +15,6 @@ WHERE id > coalesce($6::uuid, '00000000-0000-0000-0000-000000000000')
   AND ($3::text[] IS NULL OR state = ANY ($3))
   AND ($4::text IS NULL OR lock_key = $4)
   AND ($5::text IS NULL OR partition_key = $5)
+  AND ($8::text IS NULL OR idempotency_key = $8)
 ORDER BY id
 LIMIT $7;

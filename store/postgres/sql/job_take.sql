@@ -12,7 +12,8 @@ SELECT true AS taken,
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
        idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
        last_error, created_at, started_at, finished_at, updated_at,
-       requires, prefers, attempted_at, trace_parent
+       requires, prefers, attempted_at, trace_parent,
+       schedule, scheduled_for, timeout, deadline, rerun, previous_state, previous_result, callback_url
 FROM taken
 UNION ALL
 -- The statement's snapshot still shows the row as it was; it is read only
@@ -25,6 +26,7 @@ SELECT false,
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
        idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
        last_error, created_at, started_at, finished_at, updated_at,
-       requires, prefers, attempted_at, trace_parent
+       requires, prefers, attempted_at, trace_parent,
+       schedule, scheduled_for, timeout, deadline, rerun, previous_state, previous_result, callback_url
 FROM jobd_jobs
 WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM taken);

@@ -6,4 +6,5 @@ WHERE (:queue = '' OR queue = :queue)
   AND (:states = '' OR state IN (SELECT value FROM json_each(:states)))
   AND (:lock_key = '' OR lock_key = :lock_key)
   AND (:partition_key = '' OR partition_key = :partition_key)
+  AND (:idempotency_key = '' OR idempotency_key = :idempotency_key)
   AND updated_at >= :since

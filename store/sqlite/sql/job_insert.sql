@@ -6,16 +6,17 @@
 INSERT INTO jobd_jobs (
     id, queue, kind, args, state, priority, run_at, max_attempts, lease_ttl_us,
     lock_key, partition_key, idempotency_key, args_hash, created_at, updated_at,
-    requires, prefers, trace_parent
+    requires, prefers, trace_parent, timeout_us, schedule, scheduled_for, callback_url
 ) VALUES (
     :id, :queue, :kind, :args, 'queued', :priority, :run_at, :max_attempts, :lease_ttl_us,
     nullif(:lock_key, ''), nullif(:partition_key, ''), nullif(:idempotency_key, ''),
     nullif(:args_hash, ''), :now, :stamp, :requires, :prefers,
-    nullif(:trace_parent, '')
+    nullif(:trace_parent, ''), :timeout_us, nullif(:schedule, ''), :scheduled_for, nullif(:callback_url, '')
 )
 ON CONFLICT DO NOTHING
 RETURNING id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl_us,
           lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
           idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
           last_error, created_at, started_at, finished_at, updated_at,
-          requires, prefers, attempted_at, trace_parent
+          requires, prefers, attempted_at, trace_parent,
+          schedule, scheduled_for, timeout_us, deadline, rerun, previous_state, previous_result, callback_url

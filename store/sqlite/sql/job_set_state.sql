@@ -7,7 +7,11 @@
 -- a JSON array (job.MarshalJournal) or NULL for none, is appended to the
 -- journal, in order: the journal is NULL (no entries stored) or a JSON
 -- array of objects, never empty, and the entries go after its last
--- element; json() checks the result.
+-- element; json() checks the result. A rerun (job.Rerun; :rerun the new
+-- counter, NULL for any other transition) sets previous_state to
+-- :previous_state and previous_result to the result, which it keeps,
+-- readable until the next claim clears it, and, when :args is not NULL,
+-- the args and their hash (:args_hash, '' for none).
 UPDATE jobd_jobs
 SET state = :state,
     run_at = coalesce(:run_at, run_at),
@@ -15,6 +19,11 @@ SET state = :state,
     cancel_requested = :cancel_requested,
     finished_at = :finished_at,
     attempted_at = :attempted_at,
+    rerun = coalesce(:rerun, rerun),
+    previous_state = CASE WHEN :rerun IS NULL THEN previous_state ELSE :previous_state END,
+    previous_result = CASE WHEN :rerun IS NULL THEN previous_result ELSE result END,
+    args = coalesce(:args, args),
+    args_hash = CASE WHEN :args IS NULL THEN args_hash ELSE nullif(:args_hash, '') END,
     journal = CASE
         WHEN :entries IS NULL THEN journal
         WHEN journal IS NULL THEN :entries
@@ -28,4 +37,5 @@ RETURNING id, queue, kind, args, state, priority, run_at, attempt, max_attempts,
           lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
           idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
           last_error, created_at, started_at, finished_at, updated_at,
-          requires, prefers, attempted_at, trace_parent
+          requires, prefers, attempted_at, trace_parent,
+          schedule, scheduled_for, timeout_us, deadline, rerun, previous_state, previous_result, callback_url

@@ -3,7 +3,7 @@
 -- in the same write transaction (set_state_if_running.sql), which holds
 -- the database's write lock: nothing changes them in between. :leases is
 -- a JSON array of {"id", "token"}. Only the jobs still held (state
--- running, token current) come back, with the lease owner and
+-- running, token current, deadline not passed at :now) come back, with the lease owner and
 -- attempted_at, from which the decision stores the claim the row implied.
 -- CROSS JOIN keeps the batch the outer loop: each job is found by primary
 -- key.
@@ -14,3 +14,4 @@ CROSS JOIN jobd_jobs AS j
 WHERE j.id = l.value ->> 'id'
   AND j.state = 'running'
   AND j.lease_token = l.value ->> 'token'
+  AND (j.deadline IS NULL OR j.deadline > :now)

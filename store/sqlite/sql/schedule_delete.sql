@@ -1,0 +1,2 @@
+-- Deletes a schedule.
+DELETE FROM jobd_schedules WHERE name = :name

@@ -1,0 +1,2 @@
+-- The value stored under :name.
+SELECT value FROM jobd_settings WHERE name = :name

@@ -1,0 +1,4 @@
+-- One subscription.
+SELECT id, url, events, secret, coalesce(queue, ''), coalesce(kind, ''), config, created_at, updated_at
+FROM jobd_webhooks
+WHERE id = :id
