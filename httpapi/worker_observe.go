@@ -82,9 +82,7 @@ func (s *server) claimed(r *http.Request, jobs []*job.Job) {
 		rec := s.obs.Jobs.Kind(j.Queue, j.Kind)
 		rec.Started(now.Sub(j.RunAt))
 		brief := &job.Job{ID: j.ID, Queue: j.Queue, Kind: j.Kind, Attempt: j.Attempt, TraceParent: j.TraceParent}
-		// Keyed by the lease as the worker's outcome presents it, its
-		// owner (the worker) included.
-		s.claims.put(store.Lease{ID: j.ID, Token: j.LeaseToken, Owner: j.LeaseOwner}, claimNote{job: brief, at: now, rec: rec})
+		s.claims.put(store.Lease{ID: j.ID, Token: j.LeaseToken}, claimNote{job: brief, at: now, rec: rec})
 		s.logTransition(r, "api: job claimed by a remote worker", j)
 	}
 }
