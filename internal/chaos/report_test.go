@@ -197,6 +197,13 @@ func (f figures) log(t *testing.T) {
 			lostLeases[token] = true
 		}
 	}
+	// A heartbeat that crossed its lease's accepted outcome says held:
+	// false too: that lease was not lost.
+	for _, ex := range ev.exchanges {
+		if ex.route.outcome() && accepted(ex) {
+			delete(lostLeases, ex.token)
+		}
+	}
 	p("  5xx answers (the client retries each 503 after its Retry-After):")
 	b.WriteString(fives.lines("    "))
 	var known counter
