@@ -112,8 +112,8 @@ func (f figures) log(t *testing.T) {
 		return to.Sub(from).Round(time.Millisecond).String()
 	}
 	ev := f.ev
-	p("chaos figures, seed %d (JOBD_CHAOS_SEED=%d JOBD_CHAOS_DURATION=%s): %d failures",
-		f.cfg.seed, f.cfg.seed, f.cfg.window, f.failures)
+	p("chaos figures, seed %d (JOBD_CHAOS_SEED=%d JOBD_CHAOS_DURATION=%s JOBD_CHAOS_RATE=%g): %d failures",
+		f.cfg.seed, f.cfg.seed, f.cfg.window, f.cfg.rate, f.failures)
 	p("  time: setup %s (build, PostgreSQL, nodes, workers); load and faults %s; last fault recovered at +%s; last submission answered at +%s",
 		since(f.began, f.ready), f.cfg.window, since(f.start, f.quiet), since(f.start, f.submitted))
 	p("  drain: every job final %s after the last fault recovered (%s after the last submission); total wall time %s",
