@@ -62,7 +62,8 @@ const (
 // workers claim both.
 var goQueues = [][]string{{queueRemoteA}, {queueRemoteB}, {queueRemoteA, queueRemoteB}}
 
-// config is one run's: its seed and length, from the environment.
+// config is one run's: its seed, length and load, from the environment
+// (JOBD_CHAOS_SEED, JOBD_CHAOS_DURATION, JOBD_CHAOS_RATE).
 type config struct {
 	seed   uint64
 	window time.Duration // how long jobs are submitted and faults injected
@@ -78,6 +79,13 @@ func loadConfig(t *testing.T) config {
 			t.Fatalf("JOBD_CHAOS_SEED=%q: %v", v, err)
 		}
 		cfg.seed = seed
+	}
+	if v := os.Getenv("JOBD_CHAOS_RATE"); v != "" {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil || r <= 0 {
+			t.Fatalf("JOBD_CHAOS_RATE=%q: want jobs a second, above 0", v)
+		}
+		cfg.rate = r
 	}
 	if v := os.Getenv("JOBD_CHAOS_DURATION"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -256,12 +264,12 @@ func newHarness(t *testing.T, cfg config) *harness {
 // TestChaos: see the package's documentation.
 func TestChaos(t *testing.T) {
 	cfg := loadConfig(t)
-	t.Logf("chaos: seed %d, %s of faults and load (replay: JOBD_CHAOS_SEED=%d JOBD_CHAOS_DURATION=%s)",
-		cfg.seed, cfg.window, cfg.seed, cfg.window)
+	t.Logf("chaos: seed %d, %s of faults and load at %g jobs/s (replay: JOBD_CHAOS_SEED=%d JOBD_CHAOS_DURATION=%s JOBD_CHAOS_RATE=%g)",
+		cfg.seed, cfg.window, cfg.rate, cfg.seed, cfg.window, cfg.rate)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("chaos: FAILED with seed %d; replay the same faults and jobs with JOBD_CHAOS_SEED=%d JOBD_CHAOS_DURATION=%s",
-				cfg.seed, cfg.seed, cfg.window)
+			t.Logf("chaos: FAILED with seed %d; replay the same faults and jobs with JOBD_CHAOS_SEED=%d JOBD_CHAOS_DURATION=%s JOBD_CHAOS_RATE=%g",
+				cfg.seed, cfg.seed, cfg.window, cfg.rate)
 		}
 	})
 	began := time.Now()

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -157,10 +158,11 @@ func (ev *evidence) checkJobs(h *harness, specs map[string]jobSpec, c *checked) 
 	return spansOf
 }
 
-// endState is the state a claim's ending event leaves its job in.
-var endState = map[string]string{
-	"succeeded": "succeeded", "failed": "failed", "canceled": "canceled",
-	"retried": "queued", "requeued": "queued", "rescued": "queued",
+// endStates are the states a claim's ending event may leave its job in.
+var endStates = map[string][]string{
+	"succeeded": {"succeeded"}, "failed": {"failed"}, "canceled": {"canceled"},
+	"retried": {"queued"}, "requeued": {"queued"}, "rescued": {"queued"},
+	"timed-out": {"queued", "failed"},
 }
 
 // checkJournal: the journal shows every claim the database's record
@@ -181,7 +183,7 @@ func (ev *evidence) checkJournal(h *harness, spansOf map[uuid.UUID][]span) map[u
 		}
 		for i, s := range sp {
 			d := hs[i]
-			if s.attempt != d.attempt || s.owner != d.owner || endState[s.end] != d.end {
+			if s.attempt != d.attempt || s.owner != d.owner || !slices.Contains(endStates[s.end], d.end) {
 				h.errorf("job %s: claim %d is attempt %d by %s ended %s in the journal, attempt %d by %s ended %s in the database",
 					id, i+1, s.attempt, s.owner, s.end, d.attempt, d.owner, d.end)
 			}
@@ -276,7 +278,7 @@ func (ev *evidence) checkOutcomes(h *harness, spansOf map[uuid.UUID][]span, leas
 			}
 			want, ok := wantRoute[s.end]
 			if !ok || (s.end == "failed" && s.detail == job.LeaseExpired) {
-				continue // rescued, or failed by the reaper: no worker's doing
+				continue // rescued, timed out, or failed by the reaper: no worker's doing
 			}
 			var ok2xx, unknown bool
 			var seen []string

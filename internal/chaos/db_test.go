@@ -145,11 +145,13 @@ func tooManyConnections(err error) bool {
 }
 
 // pinHorizon holds a REPEATABLE READ transaction's snapshot for hold:
-// vacuum can remove no row version that died meanwhile.
+// vacuum can remove no row version that died meanwhile. It runs beside
+// the other database faults: a server restarting as it starts is waited
+// for.
 func (d *database) pinHorizon(hold time.Duration) (string, bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute+hold)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, d.jobdURL)
+	conn, err := connectWaiting(ctx, d.jobdURL)
 	if err != nil {
 		return "", false, err
 	}
@@ -167,4 +169,21 @@ func (d *database) pinHorizon(hold time.Duration) (string, bool, error) {
 		return fmt.Sprintf("snapshot held until the server dropped it (%v)", err), false, nil
 	}
 	return fmt.Sprintf("snapshot held %s", hold), false, nil
+}
+
+// connectWaiting connects to url, trying again while the server is
+// unreachable (restarting), until ctx ends.
+func connectWaiting(ctx context.Context, url string) (*pgx.Conn, error) {
+	for {
+		conn, err := pgx.Connect(ctx, url)
+		var pgErr *pgconn.PgError
+		if err == nil || ctx.Err() != nil || (errors.As(err, &pgErr) && !tooManyConnections(err) && pgErr.Code != "57P03") {
+			return conn, err
+		}
+		select {
+		case <-time.After(200 * time.Millisecond): // the server's restart
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
 }

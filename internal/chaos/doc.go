@@ -21,6 +21,8 @@
 //	JOBD_CHAOS_DURATION=15m go test ./internal/chaos -run TestChaos -v -timeout 30m
 //	JOBD_CHAOS_SEED=N go test ./internal/chaos -run TestChaos -v   # the same faults and jobs again
 //
+// JOBD_CHAOS_RATE sets the jobs submitted a second (35 by default).
+//
 // A failed run keeps its logs and records (and any run, with
 // JOBD_CHAOS_KEEP=1) in the directory it names.
 package chaos

@@ -53,6 +53,8 @@ type exchange struct {
 	token uuid.UUID // the lease token it presented
 	node  string
 	sent  time.Time
+	// done is when the answer, or the transport error, came.
+	done time.Time
 	// status is the answer's, 0 when none came; err is then the
 	// transport error.
 	status  int
@@ -242,6 +244,7 @@ func (ex *exchange) read(b []byte) {
 }
 
 func (f *front) record(ex exchange) {
+	ex.done = time.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.log = append(f.log, ex)

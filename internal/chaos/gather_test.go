@@ -112,7 +112,7 @@ func (h *harness) gather(sub *submitter, specs []jobSpec, quiet time.Time) *evid
 
 // span is one claim of a job as its journal shows it: from the claim to
 // the event that ended it (succeeded, retried, failed, requeued,
-// rescued, canceled).
+// rescued, timed-out, canceled).
 type span struct {
 	job     uuid.UUID
 	attempt int
@@ -126,6 +126,7 @@ type span struct {
 // endKinds are the events that end a claim.
 var endKinds = map[string]bool{
 	"succeeded": true, "retried": true, "failed": true, "requeued": true, "rescued": true, "canceled": true,
+	"timed-out": true,
 }
 
 // spans reads a job's claims from its journal, and the number of its

@@ -112,8 +112,8 @@ func (f figures) log(t *testing.T) {
 		return to.Sub(from).Round(time.Millisecond).String()
 	}
 	ev := f.ev
-	p("chaos figures, seed %d (JOBD_CHAOS_SEED=%d JOBD_CHAOS_DURATION=%s): %d failures",
-		f.cfg.seed, f.cfg.seed, f.cfg.window, f.failures)
+	p("chaos figures, seed %d (JOBD_CHAOS_SEED=%d JOBD_CHAOS_DURATION=%s JOBD_CHAOS_RATE=%g): %d failures",
+		f.cfg.seed, f.cfg.seed, f.cfg.window, f.cfg.rate, f.failures)
 	p("  time: setup %s (build, PostgreSQL, nodes, workers); load and faults %s; last fault recovered at +%s; last submission answered at +%s",
 		since(f.began, f.ready), f.cfg.window, since(f.start, f.quiet), since(f.start, f.submitted))
 	p("  drain: every job final %s after the last fault recovered (%s after the last submission); total wall time %s",
@@ -185,16 +185,23 @@ func (f figures) log(t *testing.T) {
 		side := sideOf(ex.who)
 		switch {
 		case ex.status >= 500:
-			fives.add(fmt.Sprintf("%s, %s: %d %s, during %s", side, ex.route, ex.status,
-				strings.TrimPrefix(ex.problem, "https://jobd.dev/problems/"), f.during(ex.sent, databaseFaults)))
+			fives.add(fmt.Sprintf("%s, %s: %d %s (under way: %s)", side, ex.route, ex.status,
+				strings.TrimPrefix(ex.problem, "https://jobd.dev/problems/"), f.during(ex.done, databaseFaults)))
 		case ex.status == 0:
-			noAnswer.add(fmt.Sprintf("%s, %s: %s, during %s", side, ex.route, transportCause(ex.err), f.during(ex.sent, transportFaults)))
+			noAnswer.add(fmt.Sprintf("%s, %s: %s (under way: %s)", side, ex.route, transportCause(ex.err), f.during(ex.done, transportFaults)))
 		case ex.problem == api.ProblemLeaseLost:
 			lost.add(fmt.Sprintf("%s, %s: 409 lease-lost", side, ex.route))
 			lostLeases[ex.token] = true
 		}
 		for _, token := range ex.lost {
 			lostLeases[token] = true
+		}
+	}
+	// A heartbeat that crossed its lease's accepted outcome says held:
+	// false too: that lease was not lost.
+	for _, ex := range ev.exchanges {
+		if ex.route.outcome() && accepted(ex) {
+			delete(lostLeases, ex.token)
 		}
 	}
 	p("  5xx answers (the client retries each 503 after its Retry-After):")
@@ -234,11 +241,11 @@ func (f figures) log(t *testing.T) {
 // The faults that may explain an error answer, and a request without an
 // answer.
 var (
-	databaseFaults  = []faultKind{faultPGRestart, faultTerminate, faultExhaust, faultHorizon}
-	transportFaults = []faultKind{faultNodeKill, faultPartition, faultWorkerKill, faultWorkerHang, faultWorkerTerm}
+	databaseFaults  = []faultKind{faultPGRestart, faultTerminate, faultExhaust}
+	transportFaults = []faultKind{faultNodeKill, faultPartition, faultWorkerKill, faultWorkerTerm}
 )
 
-// during names the faults among kinds under way when a request was sent
+// during names the faults among kinds under way when a request failed
 // at t (from their start to a second after their recovery): its likely
 // reason.
 func (f figures) during(t time.Time, kinds []faultKind) string {
@@ -252,7 +259,7 @@ func (f figures) during(t time.Time, kinds []faultKind) string {
 		}
 	}
 	if len(names) == 0 {
-		return "no such fault"
+		return "none"
 	}
 	sort.Strings(names)
 	return strings.Join(names, "+")
