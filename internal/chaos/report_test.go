@@ -188,7 +188,7 @@ func (f figures) log(t *testing.T) {
 			fives.add(fmt.Sprintf("%s, %s: %d %s (under way: %s)", side, ex.route, ex.status,
 				strings.TrimPrefix(ex.problem, "https://jobd.dev/problems/"), f.during(ex.done, databaseFaults)))
 		case ex.status == 0:
-			noAnswer.add(fmt.Sprintf("%s, %s: %s (under way: %s)", side, ex.route, transportCause(ex.err), f.during(ex.done, transportFaults)))
+			noAnswer.add(fmt.Sprintf("%s, %s: %s", side, ex.route, transportCause(ex.err)))
 		case ex.problem == api.ProblemLeaseLost:
 			lost.add(fmt.Sprintf("%s, %s: 409 lease-lost", side, ex.route))
 			lostLeases[ex.token] = true
@@ -238,12 +238,9 @@ func (f figures) log(t *testing.T) {
 	t.Log(b.String())
 }
 
-// The faults that may explain an error answer, and a request without an
-// answer.
-var (
-	databaseFaults  = []faultKind{faultPGRestart, faultTerminate, faultExhaust}
-	transportFaults = []faultKind{faultNodeKill, faultPartition, faultWorkerKill, faultWorkerTerm}
-)
+// databaseFaults are the faults that may explain an error answer. (A
+// request without an answer says why itself: transportCause.)
+var databaseFaults = []faultKind{faultPGRestart, faultTerminate, faultExhaust}
 
 // during names the faults among kinds under way when a request failed
 // at t (from their start to a second after their recovery): its likely
