@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,49 +16,23 @@ import (
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/httpapi"
 	"github.com/jobd/jobd/internal/pgtest"
-	"github.com/jobd/jobd/internal/pgtest/migrated"
+	"github.com/jobd/jobd/internal/teststore"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
-	"github.com/jobd/jobd/store/postgres"
-	"github.com/jobd/jobd/store/sqlite"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // drivers are the stores every test runs against.
-var drivers = []string{"sqlite", "postgres"}
+var drivers = teststore.Drivers
 
 // openStore opens a migrated store of driver on a fresh database.
-func openStore(t testing.TB, driver string) store.Store {
-	t.Helper()
-	ctx := context.Background()
-	var st store.Store
-	var err error
-	switch driver {
-	case "sqlite":
-		st, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "jobd.db"), sqlite.Options{})
-	case "postgres":
-		st, err = postgres.Open(ctx, migrated.NewDatabase(t), postgres.Options{})
-	}
-	if err != nil {
-		t.Fatalf("open %s: %v", driver, err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatalf("migrate %s: %v", driver, err)
-	}
-	return st
-}
+func openStore(t testing.TB, driver string) store.Store { return teststore.Open(t, driver) }
 
 // eachStore runs fn as a parallel subtest per driver.
 func eachStore(t *testing.T, fn func(t *testing.T, st store.Store)) {
 	t.Helper()
-	for _, d := range drivers {
-		t.Run(d, func(t *testing.T) {
-			t.Parallel()
-			fn(t, openStore(t, d))
-		})
-	}
+	teststore.Each(t, fn)
 }
 
 // testServer is the API over a real store behind a real HTTP server.

@@ -66,14 +66,8 @@ func (s *executor) JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error)
 		if err != nil {
 			return err
 		}
-		if cur.ArgsHash != "" {
-			twin, err := scanJob(tx.QueryRowContext(ctx, jobActiveTwinSQL, cur.ArgsHash))
-			if err == nil {
-				return fmt.Errorf("job %s is its active twin: %w", twin.ID, job.ErrDuplicate)
-			}
-			if !errors.Is(err, job.ErrNotFound) {
-				return err
-			}
+		if err := refuseActiveTwin(ctx, tx, cur.ArgsHash); err != nil {
+			return err
 		}
 		if j, err = setState(ctx, tx, cur, t); err != nil {
 			return err
@@ -113,14 +107,8 @@ func (s *executor) JobRerun(ctx context.Context, id uuid.UUID, params store.Reru
 		if t.Rerun.Args != nil {
 			hash = t.Rerun.ArgsHash
 		}
-		if hash != "" {
-			twin, err := scanJob(tx.QueryRowContext(ctx, jobActiveTwinSQL, hash))
-			if err == nil {
-				return fmt.Errorf("job %s is its active twin: %w", twin.ID, job.ErrDuplicate)
-			}
-			if !errors.Is(err, job.ErrNotFound) {
-				return err
-			}
+		if err := refuseActiveTwin(ctx, tx, hash); err != nil {
+			return err
 		}
 		if j, err = setState(ctx, tx, cur, t); err != nil {
 			return err
@@ -133,6 +121,23 @@ func (s *executor) JobRerun(ctx context.Context, id uuid.UUID, params store.Reru
 	}
 	s.send(wake)
 	return j, nil
+}
+
+// refuseActiveTwin answers job.ErrDuplicate when a queued or running job
+// holds args hash (none: nothing to check): a job put back to queued must
+// not become a second active job with the same args.
+func refuseActiveTwin(ctx context.Context, tx *jobWrite, hash string) error {
+	if hash == "" {
+		return nil
+	}
+	twin, err := scanJob(tx.QueryRowContext(ctx, jobActiveTwinSQL, hash))
+	if err == nil {
+		return fmt.Errorf("job %s is its active twin: %w", twin.ID, job.ErrDuplicate)
+	}
+	if !errors.Is(err, job.ErrNotFound) {
+		return err
+	}
+	return nil
 }
 
 // setState applies an operator's transition t of cur, read in this write
