@@ -122,19 +122,14 @@ func isJSONNull(raw json.RawMessage) bool {
 	return bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
 }
 
-// insert stores one job and reports whether it was created.
+// insert stores one job and reports whether it was created. Concurrent
+// submissions are committed together (groupinsert): one transaction for
+// the submissions that arrive while the database commits earlier ones.
 func (s *server) insert(r *http.Request, p job.InsertParams) (store.InsertResult, error) {
 	if err := s.checkInsert(&p); err != nil {
 		return store.InsertResult{}, err
 	}
-	res, err := s.store.JobInsertMany(r.Context(), []job.InsertParams{p})
-	if err != nil {
-		return store.InsertResult{}, err
-	}
-	if len(res) != 1 {
-		return store.InsertResult{}, errors.New("store returned no insert result")
-	}
-	return res[0], nil
+	return s.inserts.Insert(r.Context(), p)
 }
 
 // submit: POST /api/v1/jobs. 201 with the new job, 200 with the existing

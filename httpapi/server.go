@@ -24,6 +24,7 @@ import (
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/schedule"
 	"github.com/jobd/jobd/store"
+	"github.com/jobd/jobd/store/groupinsert"
 	"github.com/jobd/jobd/webhook"
 )
 
@@ -150,6 +151,8 @@ type server struct {
 	claims claimNotes
 	// schedules holds the rules of schedules.
 	schedules *schedule.Scheduler
+	// inserts commits concurrent single-job submissions together.
+	inserts *groupinsert.Inserter
 }
 
 // New returns the API handler.
@@ -194,6 +197,7 @@ func newServer(cfg Config) (*server, error) {
 		started: cfg.Clock.Now(),
 		auth:    newAuthenticator(cfg.Store, cfg.AdminSecret),
 		obs:     cfg.Observer,
+		inserts: groupinsert.New(cfg.Store, 0, 0),
 	}
 	s.schedules = cfg.Schedules
 	if s.schedules == nil {
