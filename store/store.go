@@ -33,6 +33,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/jobd/jobd/flow"
 	"github.com/jobd/jobd/job"
 )
 
@@ -229,6 +230,16 @@ type QueueStore interface {
 	// QueueSetPaused pauses or resumes a queue; a paused queue is not
 	// claimed from on any node. An unknown queue is created.
 	QueueSetPaused(ctx context.Context, queue string, paused bool) error
+	// QueueSettings returns the stored settings of every queue that has
+	// any (paused, limits, a throttle), by name, without counting jobs:
+	// cheap enough for every node to read each second.
+	QueueSettings(ctx context.Context) ([]QueueSettings, error)
+	// QueueSetLimits replaces a queue's flow control (creating its
+	// settings) and wakes its workers. Every claim after the commit, on
+	// every node, applies the new limits: a claim that still takes the
+	// unlimited path for a queue that has become limited claims nothing
+	// from it. limits must pass Check.
+	QueueSetLimits(ctx context.Context, queue string, limits flow.Limits) error
 	// QueuePurge deletes every job of queue that is not running (queued
 	// and finished ones) with its journal, and returns how many jobs it
 	// deleted. Running jobs are left alone: their holders still hold
@@ -475,11 +486,17 @@ type Outcome struct {
 	Error      string
 	Retryable  bool
 	RetryDelay time.Duration
+	// Throttle, on a failure: see job.Outcome.Throttle. JobFinish applies
+	// the throttle to the job's queue, or to its partition when the
+	// queue's flow.Limits.ThrottleBy says so, in the transaction that
+	// requeues the job.
+	Throttle time.Duration
 }
 
 // Report is the outcome without its lease, as job.Finish reads it.
 func (o Outcome) Report() job.Outcome {
-	return job.Outcome{Status: o.Status, Result: o.Result, Error: o.Error, Retryable: o.Retryable, RetryDelay: o.RetryDelay}
+	return job.Outcome{Status: o.Status, Result: o.Result, Error: o.Error, Retryable: o.Retryable,
+		RetryDelay: o.RetryDelay, Throttle: o.Throttle}
 }
 
 // FinishResult is one outcome's effect.
@@ -562,11 +579,33 @@ type ListResult struct {
 	ScannedTo *uuid.UUID
 }
 
-// QueueInfo describes one queue.
+// QueueInfo describes one queue: its settings and its job counts.
 type QueueInfo struct {
+	QueueSettings
+	Counts map[job.State]int64
+}
+
+// QueueSettings is what is stored of a queue besides its jobs.
+type QueueSettings struct {
 	Name   string
 	Paused bool
-	Counts map[job.State]int64
+	// Limits is the queue's flow control.
+	Limits flow.Limits
+	// ThrottledUntil is when the throttle of the whole queue ends; nil for
+	// none (or one that has passed).
+	ThrottledUntil *time.Time
+	// Throttled lists the partitions under a throttle of their own that has
+	// not passed, the soonest to end first, at most MaxThrottledListed.
+	Throttled []PartitionThrottle
+}
+
+// MaxThrottledListed bounds QueueSettings.Throttled.
+const MaxThrottledListed = 100
+
+// PartitionThrottle is the throttle of one partition_key of a queue.
+type PartitionThrottle struct {
+	PartitionKey string
+	Until        time.Time
 }
 
 // APIKey is a stored API key. The secret itself is never stored: Hash is

@@ -30,7 +30,7 @@ func (s *executor) QueueList(ctx context.Context) ([]store.QueueInfo, error) {
 			return nil, errorf("postgres: list queues: %w", err)
 		}
 		if len(queues) == 0 || queues[len(queues)-1].Name != name {
-			queues = append(queues, store.QueueInfo{Name: name, Paused: paused, Counts: map[job.State]int64{}})
+			queues = append(queues, store.QueueInfo{QueueSettings: store.QueueSettings{Name: name, Paused: paused}, Counts: map[job.State]int64{}})
 		}
 		if state.Valid {
 			queues[len(queues)-1].Counts[job.State(state.String)] = n

@@ -17,7 +17,7 @@ func (s *executor) QueueList(ctx context.Context) ([]store.QueueInfo, error) {
 	get := func(name string) *store.QueueInfo {
 		q, ok := queues[name]
 		if !ok {
-			q = &store.QueueInfo{Name: name, Counts: make(map[job.State]int64)}
+			q = &store.QueueInfo{QueueSettings: store.QueueSettings{Name: name}, Counts: make(map[job.State]int64)}
 			queues[name] = q
 		}
 		return q
