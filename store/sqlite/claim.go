@@ -99,7 +99,7 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 }
 
 // claimCandidates returns the ids of up to params.Max jobs to claim, best
-// first, at most one per lock_key, and their partitions (” for none). It
+// first, at most one per lock_key, and their partitions ("" for none). It
 // reads more candidates than it may take so that jobs sharing a lock_key
 // do not starve the rest of the batch. With limits (a limited queue's
 // claim), it takes at most limits.room, within each partition's room, and
