@@ -63,7 +63,7 @@ func (s *server) setPaused(w http.ResponseWriter, r *http.Request, paused bool) 
 		}
 	}
 	if out.Counts == nil {
-		out = toAPIQueue(store.QueueInfo{Name: name, Paused: paused})
+		out = toAPIQueue(store.QueueInfo{QueueSettings: store.QueueSettings{Name: name, Paused: paused}})
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
