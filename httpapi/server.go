@@ -241,6 +241,7 @@ func (s *server) routes() []route {
 		{"GET", "/api/v1/queues", scopeRead, s.queues},
 		{"POST", "/api/v1/queues/{name}/pause", scopeAdmin, s.pauseQueue},
 		{"POST", "/api/v1/queues/{name}/resume", scopeAdmin, s.resumeQueue},
+		{"PUT", "/api/v1/queues/{name}", scopeAdmin, s.putQueue},
 
 		{"GET", "/api/v1/schedules", scopeRead, s.listSchedules},
 		{"GET", "/api/v1/schedules/{name}", scopeRead, s.getSchedule},
