@@ -76,6 +76,12 @@ type Config struct {
 	// DefaultTimeout), as the engine's pools apply theirs. jobd serve
 	// passes the engine's QueueTimeout; nil means none.
 	QueueTimeout func(queue string) time.Duration
+	// ClaimPace is how soon a long-polling claim of queue that found
+	// nothing claims again when the queue is limited or throttled (flow
+	// control): another node's job ending, or the rate's next start,
+	// wakes no one. 0 for a queue whose wake-ups suffice. jobd serve
+	// passes the engine's ClaimPace; nil paces no claim.
+	ClaimPace func(queue string) time.Duration
 	// Async serves the async gateway's result routes (/api/v1/async/...)
 	// once this API has checked their scope; it sees the request as it
 	// came. Nil answers them 404.

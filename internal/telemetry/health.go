@@ -152,12 +152,12 @@ func flowSettings(all []store.QueueSettings, limit int) []store.QueueSettings {
 }
 
 // Settings returns the queues' settings of the last snapshot: those of
-// the queues that have flow control or a throttle. The caller must not
-// change them.
-func (h *Health) Settings() []store.QueueSettings {
+// the queues that have flow control or a throttle; false before the
+// first refresh. The caller must not change them.
+func (h *Health) Settings() ([]store.QueueSettings, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.settings
+	return h.settings, h.snap != nil
 }
 
 // Snapshot returns the last snapshot and when it was taken (by the
