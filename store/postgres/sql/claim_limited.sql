@@ -102,7 +102,7 @@ candidate AS MATERIALIZED (
       -- Evaluated once: no room (or no lock, or a paused or throttled
       -- queue), no walk.
       AND (SELECT room FROM budget) > 0
-      AND coalesce(j.partition_key, '') <> ALL ((SELECT blocked FROM budget))
+      AND coalesce(j.partition_key, '') <> ALL ((SELECT blocked FROM budget)::text[])
       -- A job whose lock_key a running job holds is skipped here, so it
       -- does not take a place in the LIMIT. OFFSET 0 keeps the planner
       -- from turning this probe into a hash of every running job's key.
