@@ -104,9 +104,10 @@ func TestQueueLimits(t *testing.T) {
 			t.Errorf("after a read key's PUT: %+v", got.QueueLimits)
 		}
 
-		s.do("PUT", "/api/v1/queues/api", `{}`).must(t, 200, &q)
-		if q.QueueLimits != (api.QueueLimits{}) {
-			t.Errorf("{} left %+v", q.QueueLimits)
+		var cleared api.Queue
+		s.do("PUT", "/api/v1/queues/api", `{}`).must(t, 200, &cleared)
+		if cleared.Name != "api" || cleared.QueueLimits != (api.QueueLimits{}) {
+			t.Errorf("{} left %+v", cleared)
 		}
 		if got := listed(t, s, "api"); got.QueueLimits != (api.QueueLimits{}) {
 			t.Errorf("GET after {}: %+v", got.QueueLimits)
