@@ -87,11 +87,12 @@ func (v *flowView) replace(all []store.QueueSettings) (changed []string) {
 
 // pace is how soon a claim of queue that came back short should be tried
 // again at now, and false for a queue that is neither limited nor
-// throttled (its wake-ups and the poll suffice). poll bounds it, but for
-// a throttle of the whole queue, which ends when it ends.
+// throttled, or paused (its wake-ups and the poll suffice: a resume wakes
+// it). poll bounds it, but for a throttle of the whole queue, which ends
+// when it ends.
 func (v *flowView) pace(queue string, now time.Time, poll time.Duration) (time.Duration, bool) {
 	s, ok := v.get(queue)
-	if !ok {
+	if !ok || s.Paused {
 		return 0, false
 	}
 	if s.ThrottledUntil != nil && s.ThrottledUntil.After(now) {
