@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/observe"
 	"github.com/jobd/jobd/store"
 )
@@ -194,6 +195,9 @@ func (f *finisher) report(batch []finishItem, res []store.FinishResult) {
 			o := observe.OutcomeOf(res[i].State, it.out.Status, res[i].Lost)
 			it.rec.Finished(o, it.ran)
 			it.span.End(o, it.out.Error, now)
+			if it.out.Throttle > 0 && !res[i].Lost && res[i].State == job.StateQueued {
+				f.e.cfg.Observer.Throttled(it.queue)
+			}
 		}
 		if i < len(res) && res[i].Lost {
 			f.e.log.Warn("engine: lease lost before the outcome was written; outcome dropped",

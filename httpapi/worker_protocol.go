@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -65,8 +66,9 @@ func (s *server) workerHeartbeat(w http.ResponseWriter, r *http.Request) error {
 
 // workerClaim: POST /api/v1/worker/claim {queues, max, wait} → {jobs}.
 // With a wait and no job ready, it long-polls: it claims again each time
-// the store says one of the queues may have jobs, and once more when the
-// wait ends.
+// the store says one of the queues may have jobs, after the pacing delay
+// of a limited or throttled queue (Config.ClaimPace), and once more when
+// the wait ends.
 func (s *server) workerClaim(w http.ResponseWriter, r *http.Request) error {
 	if err := checkQuery(r); err != nil {
 		return err
@@ -112,6 +114,12 @@ func (s *server) workerClaim(w http.ResponseWriter, r *http.Request) error {
 		defer t.Stop()
 		deadline = t.C()
 	}
+	var pace clock.Timer
+	defer func() {
+		if pace != nil {
+			pace.Stop()
+		}
+	}()
 	for {
 		jobs, err := s.claimFor(ctx, wk, req)
 		s.claimed(r, jobs)
@@ -121,14 +129,39 @@ func (s *server) workerClaim(w http.ResponseWriter, r *http.Request) error {
 		if len(jobs) > 0 || deadline == nil {
 			return writeJSON(w, http.StatusOK, claimResponse(jobs))
 		}
+		var paced <-chan time.Time
+		if d := s.claimPace(req.Queues); d > 0 {
+			if pace == nil {
+				pace = s.clock.NewTimer(d)
+			} else {
+				pace.Reset(d)
+			}
+			paced = pace.C()
+		}
 		select {
 		case <-wake:
+		case <-paced:
 		case <-deadline:
 			deadline = nil // one last claim, then answer
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
+}
+
+// claimPace is the soonest pacing delay of queues (Config.ClaimPace): 0
+// when none of them is limited or throttled.
+func (s *server) claimPace(queues []string) time.Duration {
+	if s.cfg.ClaimPace == nil {
+		return 0
+	}
+	var d time.Duration
+	for _, q := range queues {
+		if p := s.cfg.ClaimPace(q); p > 0 && (d == 0 || p < d) {
+			d = p
+		}
+	}
+	return d
 }
 
 // claimFor claims up to req.Max jobs over req.Queues, in order. The
