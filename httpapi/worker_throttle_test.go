@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/flow"
 	"github.com/jobd/jobd/httpapi"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
@@ -86,5 +87,59 @@ func TestWorkerFailThrottle(t *testing.T) {
 		}
 		// Its lease is gone with the throttle.
 		w.do("POST", base+"/fail", `{`+lease+`,"error":"again","throttle":"1s"}`).problem(t, 409, "lease_token")
+	})
+}
+
+// TestWorkerThrottleStopsPartitionEverywhere (issue 15): a throttle one
+// remote worker reports, on a queue that throttles by partition_key,
+// stops every claim of that partition, through any node, for its delay,
+// while the queue's other partitions are still claimed; once it has
+// passed, the partition's jobs are claimed again.
+func TestWorkerThrottleStopsPartitionEverywhere(t *testing.T) {
+	const delay = time.Second
+	eachStore(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		if err := st.QueueSetLimits(ctx, "thr", flow.Limits{ThrottleBy: flow.ByPartitionKey}); err != nil {
+			t.Fatal(err)
+		}
+		one := newServer(t, st, httpapi.Config{AdminSecret: adminSecret})
+		two := newServer(t, st, httpapi.Config{AdminSecret: adminSecret})
+		refuses := one.registerWorker(t, "one")
+		other := two.registerWorker(t, "two")
+		a1 := one.submit(t, `{"kind":"k","queue":"thr","partition_key":"a"}`, 201)
+		a2 := one.submit(t, `{"kind":"k","queue":"thr","partition_key":"a"}`, 201)
+		b1 := one.submit(t, `{"kind":"k","queue":"thr","partition_key":"b"}`, 201)
+
+		var got api.ClaimResponse
+		refuses.do("POST", "/api/v1/worker/claim", `{"queues":["thr"]}`).must(t, 200, &got)
+		if len(got.Jobs) != 1 || got.Jobs[0].ID != a1.ID {
+			t.Fatalf("first claim: %d jobs, want a1 alone", len(got.Jobs))
+		}
+		before := time.Now()
+		lease := `"lease_token":"` + got.Jobs[0].LeaseToken.String() + `"`
+		refuses.do("POST", "/api/v1/worker/jobs/"+a1.ID.String()+"/fail",
+			`{`+lease+`,"error":"429","throttle":"`+delay.String()+`"}`).must(t, 200, nil)
+
+		// Through the other node: partition b only, though a2 is due.
+		other.do("POST", "/api/v1/worker/claim", `{"queues":["thr"],"max":10}`).must(t, 200, &got)
+		if len(got.Jobs) != 1 || got.Jobs[0].ID != b1.ID {
+			t.Fatalf("claim during the throttle: %d jobs, want b1 alone", len(got.Jobs))
+		}
+		// A long-polling claim gets partition a once the throttle passed,
+		// never before.
+		other.do("POST", "/api/v1/worker/claim", `{"queues":["thr"],"max":10,"wait":"30s"}`).must(t, 200, &got)
+		if len(got.Jobs) == 0 {
+			t.Fatal("the long-polling claim got nothing: want partition a's jobs once the throttle passed")
+		}
+		for _, j := range got.Jobs {
+			var at time.Time
+			if j.StartedAt != nil {
+				at = *j.StartedAt
+			}
+			if (j.ID != a1.ID && j.ID != a2.ID) || at.Before(before.Add(delay)) {
+				t.Fatalf("claimed %s (a1 %s, a2 %s) %s after the throttle began; want a1 or a2, claimed %s after it or later",
+					j.ID, a1.ID, a2.ID, at.Sub(before), delay)
+			}
+		}
 	})
 }
