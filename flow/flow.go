@@ -48,7 +48,9 @@ type Limits struct {
 // Rate is at most Limit job starts per Period, spread evenly over it (one
 // start every Period/Limit) unless Burst allows that many starts at once
 // after a quiet spell. By ByPartitionKey gives each partition_key its own
-// allowance.
+// allowance. Period is a whole number of microseconds (what the stores
+// keep), and Burst at most Limit, so that Bursts * Interval never exceeds
+// Period.
 type Rate struct {
 	Limit  int           `json:"limit"`
 	Period time.Duration `json:"-"`
@@ -91,8 +93,13 @@ func (r Rate) check() error {
 	if r.By != "" && r.By != ByPartitionKey {
 		return job.Invalid("rate.by", "must be %q or absent (the whole queue); got %q", ByPartitionKey, r.By)
 	}
-	if r.Burst < 0 || r.Burst > MaxLimit {
-		return job.Invalid("rate.burst", "must be between 1 and %d, or absent for 1; got %d", MaxLimit, r.Burst)
+	if r.Period%time.Microsecond != 0 {
+		return job.Invalid("rate.period", "must be a whole number of microseconds; got %s", r.Period)
+	}
+	// A burst of more than a period's starts would make Bursts * Interval
+	// exceed Period, up to beyond what a time.Duration holds.
+	if r.Burst < 0 || r.Burst > r.Limit {
+		return job.Invalid("rate.burst", "must be between 1 and rate.limit (%d), or absent for 1; got %d", r.Limit, r.Burst)
 	}
 	return nil
 }

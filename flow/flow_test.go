@@ -60,10 +60,17 @@ func TestCheckNamesTheField(t *testing.T) {
 		"rate.by":         {Rate: &Rate{Limit: 1, Period: time.Second, By: "queue"}},
 		"rate.burst":      {Rate: &Rate{Limit: 1, Period: time.Second, Burst: -2}},
 	}
-	for field, l := range cases {
-		var verr *job.ValidationError
-		if err := l.Check(); !errors.As(err, &verr) || verr.Field != field {
-			t.Errorf("%+v: got %v, want a validation error naming %s", l, err, field)
+	// Cases whose field another case names already.
+	more := map[string]Limits{
+		"rate.period": {Rate: &Rate{Limit: 1, Period: time.Second + time.Nanosecond}},
+		"rate.burst":  {Rate: &Rate{Limit: 10, Period: time.Second, Burst: 11}},
+	}
+	for _, cs := range []map[string]Limits{cases, more} {
+		for field, l := range cs {
+			var verr *job.ValidationError
+			if err := l.Check(); !errors.As(err, &verr) || verr.Field != field {
+				t.Errorf("%+v: got %v, want a validation error naming %s", l, err, field)
+			}
 		}
 	}
 	ok := Limits{GlobalLimit: 5, PartitionLimit: 2, ThrottleBy: ByPartitionKey,

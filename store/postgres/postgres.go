@@ -108,6 +108,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	s.db = guardedPool{pool: s.pool, owner: s}
 	s.delayed = wakeup.NewScheduler(s.clock, s.wakeDelayed)
+	s.limited = newLimitedQueues()
 	return s, nil
 }
 

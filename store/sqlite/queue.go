@@ -43,22 +43,14 @@ func (s *executor) QueueList(ctx context.Context) ([]store.QueueInfo, error) {
 		}
 		rows.Close()
 
-		rows, err = tx.QueryContext(ctx, queueSettingsSQL)
+		settings, err := readQueueSettings(ctx, tx, s.now())
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var (
-				name   string
-				paused bool
-			)
-			if err := rows.Scan(&name, &paused); err != nil {
-				return err
-			}
-			get(name).Paused = paused
+		for _, st := range settings {
+			get(st.Name).QueueSettings = st
 		}
-		return rows.Err()
+		return nil
 	})
 	if err != nil {
 		return nil, errorf("sqlite: list queues: %w", err)
