@@ -16,7 +16,6 @@ import (
 
 	"github.com/jobd/jobd/flow"
 	"github.com/jobd/jobd/gateway"
-	"github.com/jobd/jobd/internal/storewatch"
 	"github.com/jobd/jobd/job"
 )
 
@@ -27,7 +26,7 @@ type arrivals struct {
 	*httptest.Server
 	mu    sync.Mutex
 	at    []time.Time
-	sent  time.Time // when the first answer was written
+	sent  time.Time // when the first answer was written, before it was sent
 	first func(w http.ResponseWriter)
 }
 
@@ -40,10 +39,12 @@ func newArrivals(t *testing.T, first func(w http.ResponseWriter)) *arrivals {
 		n := len(a.at)
 		a.mu.Unlock()
 		if n == 1 && a.first != nil {
-			a.mu.Lock()
-			a.sent = time.Now() // before the answer leaves: the throttle starts later
-			a.mu.Unlock()
 			a.first(w)
+			// The answer leaves when the handler returns: the gateway,
+			// and the throttle it reports, see it after this.
+			a.mu.Lock()
+			a.sent = time.Now()
+			a.mu.Unlock()
 			return
 		}
 		fmt.Fprint(w, "ok")
@@ -68,39 +69,37 @@ func mustURL(t *testing.T, raw string) *url.URL {
 	return u
 }
 
-// waitJournal waits until the job's journal ends with kind.
-func (n *jobd) waitJournal(id uuid.UUID, kind job.EventKind) {
-	n.t.Helper()
-	storewatch.Until(n.t, n.st, fmt.Sprintf("job %s to be %s", id, kind), func() bool {
-		evs, err := n.st.JobEvents(context.Background(), id)
-		if err != nil {
-			n.t.Fatal(err)
-		}
-		return len(evs) > 0 && evs[len(evs)-1].Kind == kind
-	})
-}
-
 // TestUpstreamThrottle (issue 15): an upstream that answers 429 with
-// Retry-After: 2 receives no request for the 2 s after that answer, not
+// Retry-After: 2 while ten requests to it and ten to another upstream
+// are queued receives no request for the 2 s after that answer, not
 // even the request it refused, whose attempt is given back; then its
 // queued requests drain, every one to 200, each at its first counted
-// attempt (max_attempts is 1). Another upstream is served meanwhile: the
-// throttle holds back the refusing upstream's requests only.
+// attempt (max_attempts is 1). The other upstream's requests, queued
+// behind the refused upstream's, are served meanwhile: the throttle
+// holds back the refusing upstream's requests only. The gateway's pool
+// has one worker, so that every request but the first is queued when the
+// 429 comes.
 func TestUpstreamThrottle(t *testing.T) {
 	const retryAfter = 2 * time.Second
 	eachStore(t, func(t *testing.T, db database) {
+		arrived, answer := make(chan struct{}, 1), make(chan struct{})
 		busy := newArrivals(t, func(w http.ResponseWriter) {
+			arrived <- struct{}{}
+			<-answer
 			w.Header().Set("Retry-After", "2")
 			http.Error(w, "slow down", http.StatusTooManyRequests)
 		})
+		var once sync.Once
+		release := func() { once.Do(func() { close(answer) }) }
+		t.Cleanup(release) // before the upstream closes, which waits for its handlers
 		calm := newArrivals(t, nil)
 		n := start(t, db, nil, options{
-			upstreamURL: busy.URL, maxAttempts: 1,
+			upstreamURL: busy.URL, maxAttempts: 1, concurrency: 1,
 			more: []gateway.Upstream{{Name: "calm", URL: mustURL(t, calm.URL)}},
 		})
 
 		first := n.submit("GET", "/gw/up/0", "", "store")
-		n.waitJournal(first, job.EventThrottled)
+		recv(t, arrived, "the first request to reach the upstream")
 		ids := []uuid.UUID{first}
 		for i := 1; i < 10; i++ {
 			ids = append(ids, n.submit("GET", fmt.Sprintf("/gw/up/%d", i), "", "store"))
@@ -109,6 +108,7 @@ func TestUpstreamThrottle(t *testing.T) {
 		for i := range 10 {
 			others = append(others, n.submit("GET", fmt.Sprintf("/gw/calm/%d", i), "", "store"))
 		}
+		release()
 		for _, id := range append(slices.Clone(ids), others...) {
 			if j := n.waitState(id, job.StateSucceeded); j.Attempt != 1 {
 				t.Errorf("job %s succeeded at attempt %d, want 1", id, j.Attempt)
@@ -125,6 +125,7 @@ func TestUpstreamThrottle(t *testing.T) {
 					i+2, a.Sub(sent), retryAfter)
 			}
 		}
+		t.Logf("the throttled upstream's next request came %s after its 429, the last %s after it", at[1].Sub(sent), at[len(at)-1].Sub(sent))
 		calmAt, _ := calm.times()
 		during := 0
 		for _, a := range calmAt {
@@ -137,12 +138,6 @@ func TestUpstreamThrottle(t *testing.T) {
 		}
 		t.Logf("the other upstream was served %d of its 10 requests during the throttle", during)
 
-		for _, id := range ids {
-			r := n.do("PUT", "/api/v1/async/"+id.String(), "")
-			if r.status != http.StatusOK || string(r.body) != "ok" {
-				t.Errorf("result of %s: %s, want 200 ok", id, r)
-			}
-		}
 		j, err := n.st.JobGet(context.Background(), first)
 		if err != nil {
 			t.Fatal(err)
@@ -151,14 +146,24 @@ func TestUpstreamThrottle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		kinds := make([]job.EventKind, len(evs))
+		kinds, detail := make([]job.EventKind, len(evs)), ""
 		for i, ev := range evs {
 			kinds[i] = ev.Kind
+			if ev.Kind == job.EventThrottled {
+				detail = ev.Detail
+			}
 		}
 		want := []job.EventKind{job.EventQueued, job.EventClaimed, job.EventThrottled, job.EventClaimed, job.EventSucceeded}
-		if j.PartitionKey != "up" || !slices.Equal(kinds, want) || !strings.Contains(evs[2].Detail, "429") {
+		if j.PartitionKey != "up" || !slices.Equal(kinds, want) || !strings.Contains(detail, "429") {
 			t.Errorf("refused job: partition %q, journal %v (%q); want partition \"up\", journal %v with the 429",
-				j.PartitionKey, kinds, evs[2].Detail, want)
+				j.PartitionKey, kinds, detail, want)
+		}
+		// A fetch removes the result, and its job.
+		for _, id := range ids {
+			r := n.do("PUT", "/api/v1/async/"+id.String(), "")
+			if r.status != http.StatusOK || string(r.body) != "ok" {
+				t.Errorf("result of %s: %s, want 200 ok", id, r)
+			}
 		}
 	})
 }
