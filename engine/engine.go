@@ -350,7 +350,13 @@ func (e *Engine) end(x *execution, out store.Outcome, ran time.Duration) {
 	_, ok := e.running[x]
 	if ok {
 		e.untrackLocked(x)
-		e.fin.add(x.finishItem(out, ran))
+		it := x.finishItem(out, ran)
+		if out.Throttle > 0 {
+			// The pool claims again once the throttle holds.
+			it.throttled = x.p
+			x.p.throttles.Add(1)
+		}
+		e.fin.add(it)
 	}
 	e.mu.Unlock()
 	if !ok && x.abandoned.Load() {

@@ -30,6 +30,9 @@ type finishItem struct {
 	ran  time.Duration
 	// refused: out replaces an outcome the store refused (refusedOutcome).
 	refused bool
+	// throttled is the producer whose claims wait for this outcome, a
+	// throttle, to be written (producer.throttleRoom); nil for none.
+	throttled *producer
 }
 
 // finisher writes the outcomes of the whole engine in batches: one
@@ -210,6 +213,9 @@ func (f *finisher) report(batch []finishItem, res []store.FinishResult) {
 		if it.locked && !woken[it.queue] {
 			woken[it.queue] = true
 			f.e.wakeQueue(it.queue)
+		}
+		if it.throttled != nil {
+			it.throttled.throttleWritten()
 		}
 	}
 }

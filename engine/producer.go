@@ -42,6 +42,10 @@ type producer struct {
 	// kinds holds the observer's recorder of each kind of the queue,
 	// owned by run's goroutine.
 	kinds map[string]observe.KindRecorder
+	// throttles counts the throttles of the queue's jobs handed to the
+	// finisher and not yet written: until they are, the producer claims
+	// nothing, so that this node starts no job its throttle holds back.
+	throttles atomic.Int64
 }
 
 // recorder returns the observer's recorder of kind, resolved once.
@@ -131,7 +135,7 @@ func (p *producer) claim(ctx, workCtx, jobBase context.Context, h *health) (shor
 	delay := retryMin
 	for ctx.Err() == nil {
 		active := int(p.active.Load())
-		n := min(p.cfg.Concurrency-active, maxClaim)
+		n := min(p.cfg.Concurrency-active, maxClaim, p.throttleRoom())
 		if n <= 0 || (active > 0 && n < p.minBatch()) {
 			return false // a finishing job wakes us
 		}
@@ -205,6 +209,23 @@ func (p *producer) start(workCtx, jobBase context.Context, j *job.Job, at time.T
 	p.active.Add(1)
 	p.e.track(x)
 	go x.run(ctx, workCtx)
+}
+
+// throttleRoom is how many jobs a claim may take as far as the queue's
+// throttles go: none while a throttle one of its jobs reported is not yet
+// written (throttleWritten wakes the loop), else any number.
+func (p *producer) throttleRoom() int {
+	if p.throttles.Load() > 0 {
+		return 0
+	}
+	return maxClaim
+}
+
+// throttleWritten is told that a throttle of one of the queue's jobs was
+// written (or dropped): the claims may resume.
+func (p *producer) throttleWritten() {
+	p.throttles.Add(-1)
+	p.wakeUp()
 }
 
 // done frees the slot of a job that ended and wakes the loop to refill it.

@@ -273,8 +273,10 @@ func (s *server) workerComplete(w http.ResponseWriter, r *http.Request) error {
 }
 
 // workerFail: POST /api/v1/worker/jobs/{id}/fail {lease_token, error,
-// retryable, retry_after} → {state}. A retryable failure waits
-// retry_after, or else the backoff of the job's queue, as in the engine.
+// retryable, retry_after, throttle} → {state}. A retryable failure waits
+// retry_after, or else the backoff of the job's queue, as in the engine;
+// a throttle requeues the job after it, its attempt not counted, and
+// stops its queue or partition for as long (store.Outcome.Throttle).
 func (s *server) workerFail(w http.ResponseWriter, r *http.Request) error {
 	id, err := workerJobID(r)
 	if err != nil {
@@ -288,9 +290,18 @@ func (s *server) workerFail(w http.ResponseWriter, r *http.Request) error {
 		Lease: workerLease(r, id, req.LeaseToken), Status: store.OutcomeFailed,
 		Error: job.CutText(req.Error, maxWorkerError), Retryable: req.Retryable,
 	}
+	if req.Throttle != nil {
+		d := time.Duration(*req.Throttle)
+		if d <= 0 || d > job.MaxThrottle {
+			return job.Invalid("throttle", "must be above 0s and at most %s, got %s", job.MaxThrottle, d)
+		}
+		out.Throttle = d
+	}
 	switch {
 	case req.RetryAfter != nil && *req.RetryAfter < 0:
 		return job.Invalid("retry_after", "must not be negative, got %s", time.Duration(*req.RetryAfter))
+	case out.Throttle > 0:
+		// The throttle decides when the job runs again (job.Finish).
 	case req.RetryAfter != nil:
 		out.RetryDelay = time.Duration(*req.RetryAfter)
 	case req.Retryable:

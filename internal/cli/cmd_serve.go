@@ -273,6 +273,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		if err != nil {
 			return usageError("%v", err)
 		}
+		if err := gw.ThrottleByUpstream(ctx); err != nil {
+			return err
+		}
 		apiCfg.Async = gw.Results()
 	}
 	handler, err := httpapi.New(apiCfg)
