@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -130,7 +131,11 @@ func (s *server) workerClaim(w http.ResponseWriter, r *http.Request) error {
 			return writeJSON(w, http.StatusOK, claimResponse(jobs))
 		}
 		var paced <-chan time.Time
-		if d := s.claimPace(req.Queues); d > 0 {
+		// Without a pacing delay, a safety net: a claim again each
+		// second, as a node polls its idle queues, for what no wake-up
+		// announces (a claim that a node's stale view of newly limited
+		// queues refused; see store.QueueStore.QueueSetLimits).
+		if d := cmp.Or(s.claimPace(req.Queues), longPollRecheck); d > 0 {
 			if pace == nil {
 				pace = s.clock.NewTimer(d)
 			} else {
@@ -148,6 +153,10 @@ func (s *server) workerClaim(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 }
+
+// longPollRecheck is the safety net of a long-polling claim of queues
+// none of which is paced.
+const longPollRecheck = time.Second
 
 // claimPace is the soonest pacing delay of queues (Config.ClaimPace): 0
 // when none of them is limited or throttled.
