@@ -131,6 +131,20 @@ type JobStore interface {
 	// lock_key; of several available jobs sharing a lock_key at most one is
 	// claimed. Concurrent claimers, on any node, never receive the same job
 	// and never run two jobs of one lock_key at once.
+	//
+	// Flow control (QueueSetLimits): nothing is claimed from a queue whose
+	// throttle has not passed (QueueSettings.ThrottledUntil), nor from a
+	// partition whose own has not (with a ThrottleBy of partition_key). A
+	// limited queue's claim hands out at most its GlobalLimit less its
+	// running jobs (on every node and remote worker), at most each
+	// partition's PartitionLimit less the partition's running jobs (the
+	// jobs without a partition_key are the partition ""), and no more than
+	// its Rate allows (flow.Allowance, the theoretical arrival time kept
+	// to the microsecond, rounded up), the rate's state advancing by what
+	// it claims. Concurrent claims of a queue, on any node, never hand out
+	// more than that between them; a partition that can start nothing does
+	// not hide the others' jobs behind its own. A claim may still come
+	// back short of what the limits allow.
 	JobClaim(ctx context.Context, params ClaimParams) ([]*job.Job, error)
 	// JobHeartbeat extends the leases still held (state running, token
 	// current, and owned by the lease's Owner, or by owner for a lease
@@ -154,9 +168,14 @@ type JobStore interface {
 	// A cancel request wins: a job whose cancel was requested and whose
 	// holder reports a failure (retryable or not) or a release ends
 	// canceled (journal "canceled"), never queued again; a success still
-	// succeeds. A job it makes final that has a callback URL records a
-	// WebhookCallback event in the outbox, and one it fails for good a
-	// WebhookJobFailed event (see WebhookStore), in the same transaction.
+	// succeeds. A throttled failure (Outcome.Throttle) requeues its job
+	// as job.Finish decides and, in the same transaction, throttles the
+	// job's queue, or its partition when the queue's ThrottleBy is
+	// partition_key, until the job's new run_at (a throttle already set
+	// that ends later stays). A job it makes final that has a callback
+	// URL records a WebhookCallback event in the outbox, and one it fails
+	// for good a WebhookJobFailed event (see WebhookStore), in the same
+	// transaction.
 	JobFinish(ctx context.Context, outcomes []Outcome) ([]FinishResult, error)
 
 	// JobCancel cancels a queued job at once (state canceled, journal
@@ -208,7 +227,8 @@ type JobStore interface {
 	// JobPrune deletes finished jobs (succeeded, failed, canceled) whose
 	// finished_at is before before, and their events. At most limit jobs
 	// per call; and up to limit outbox events older than before (see
-	// WebhookStore), which nobody dispatched.
+	// WebhookStore), which nobody dispatched; and up to limit of the
+	// partitions' flow state whose rate state and throttle have passed.
 	JobPrune(ctx context.Context, before time.Time, limit int) (int, error)
 	// JobPruneQueue is JobPrune for the jobs of one queue: it deletes
 	// finished jobs of queue whose finished_at is before before, and their
@@ -238,7 +258,11 @@ type QueueStore interface {
 	// settings) and wakes its workers. Every claim after the commit, on
 	// every node, applies the new limits: a claim that still takes the
 	// unlimited path for a queue that has become limited claims nothing
-	// from it. limits must pass Check.
+	// from it. limits must pass Check (a *job.ValidationError otherwise,
+	// and nothing changes). The state the new limits give no meaning to
+	// goes: the rate state of a rate that is no longer of the whole queue,
+	// or by partition_key; the partitions' throttles without a ThrottleBy
+	// of partition_key. The whole queue's throttle stays until it passes.
 	QueueSetLimits(ctx context.Context, queue string, limits flow.Limits) error
 	// QueuePurge deletes every job of queue that is not running (queued
 	// and finished ones) with its journal, and returns how many jobs it

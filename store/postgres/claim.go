@@ -60,29 +60,25 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 		return nil, nil
 	}
 	limited, reload := s.limited.route(params.Queue, s.clock.Now())
-	if !limited {
-		res, err := s.claim(ctx, s.plan(params, false, reload))
-		if err != nil {
-			return nil, errorf("postgres: claim from %q: %w", params.Queue, err)
-		}
-		if reload {
-			s.limited.read(res.limitedQueues)
-		}
-		if len(res.jobs) < params.Max {
-			s.limited.claimedShort()
-		}
-		// Nothing claimed, and the queue turned out to be limited: claim
-		// by its path at once.
-		if len(res.jobs) > 0 || !slices.Contains(res.limitedQueues, params.Queue) {
-			return res.jobs, nil
-		}
+	p := s.plan(params, limited, reload)
+	res, err := s.claim(ctx, p)
+	if err == nil && reload {
+		s.limited.read(res.limitedQueues)
 	}
-	res, err := s.claim(ctx, s.plan(params, true, false))
+	// Nothing claimed by the unlimited path, and the queue turned out to
+	// be limited: claim by its path at once.
+	if err == nil && !limited && len(res.jobs) == 0 && slices.Contains(res.limitedQueues, params.Queue) {
+		p = s.plan(params, true, false)
+		res, err = s.claim(ctx, p)
+	}
 	if err != nil {
 		return nil, errorf("postgres: claim from %q: %w", params.Queue, err)
 	}
-	if res.locked && !res.stillLimited {
-		s.limited.set(params.Queue, false)
+	switch {
+	case res.locked && !res.stillLimited:
+		s.limited.set(params.Queue, false) // its limits were lifted
+	case p.queue != "" && p.wait && !res.locked:
+		s.limited.set(params.Queue, false) // it has no settings (a view of a transaction rolled back)
 	}
 	if len(res.jobs) < params.Max {
 		s.limited.claimedShort()

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/jobd/jobd/flow"
 	"github.com/jobd/jobd/job"
@@ -30,17 +29,18 @@ func queueSettings(ctx context.Context, q querier, now *time.Time) ([]store.Queu
 	}
 	out := []store.QueueSettings{}
 	var (
-		qs                                      store.QueueSettings
+		name                                    string
+		paused                                  bool
 		global, partition, rateLimit, rateBurst *int
 		ratePeriod                              *time.Duration
 		rateBy, throttleBy                      *string
-		throttledUntil                          pgtype.Timestamptz
+		throttledUntil                          *time.Time
 		keys                                    []string
 		untils                                  []time.Time
 	)
-	_, err = pgx.ForEachRow(rows, []any{&qs.Name, &qs.Paused, &global, &partition, &rateLimit, &ratePeriod,
+	_, err = pgx.ForEachRow(rows, []any{&name, &paused, &global, &partition, &rateLimit, &ratePeriod,
 		&rateBy, &rateBurst, &throttleBy, &throttledUntil, &keys, &untils}, func() error {
-		q := store.QueueSettings{Name: qs.Name, Paused: qs.Paused, Limits: flow.Limits{
+		q := store.QueueSettings{Name: name, Paused: paused, Limits: flow.Limits{
 			GlobalLimit:    deref(global),
 			PartitionLimit: deref(partition),
 			ThrottleBy:     deref(throttleBy),
@@ -48,8 +48,8 @@ func queueSettings(ctx context.Context, q querier, now *time.Time) ([]store.Queu
 		if rateLimit != nil && ratePeriod != nil {
 			q.Limits.Rate = &flow.Rate{Limit: *rateLimit, Period: *ratePeriod, By: deref(rateBy), Burst: deref(rateBurst)}
 		}
-		if throttledUntil.Valid {
-			t := throttledUntil.Time
+		if throttledUntil != nil {
+			t := *throttledUntil // the scan's, which the next row may reuse
 			q.ThrottledUntil = &t
 		}
 		for i, k := range keys {
