@@ -168,9 +168,13 @@ func checkPlans(t *testing.T, conn *pgx.Conn, table string, holdsRows bool) {
 			}
 			var scans []string
 			cursorInIndex := false
+			claimScans := 0
 			plans[0].Plan.walk(func(n *planNode) {
 				if n.Relation == "jobd_jobs" && n.Type != "ModifyTable" {
 					scans = append(scans, strings.TrimSpace(n.Type+" "+n.indexName()))
+				}
+				if n.Index == "jobd_jobs_claim" {
+					claimScans++
 				}
 				// The primary key is for finding rows by id: a scan of it
 				// without an index condition walks every job.
@@ -179,6 +183,11 @@ func checkPlans(t *testing.T, conn *pgx.Conn, table string, holdsRows bool) {
 				}
 				cursorInIndex = cursorInIndex || (n.Index == "jobd_jobs_claim" && strings.Contains(n.Cond, "ROW(priority, run_at, id) >"))
 			})
+			// A claim walks the claim index once, for its candidates: the
+			// claimed jobs are found by primary key.
+			if st.wantIndex == "jobd_jobs_claim" && claimScans != 1 {
+				t.Errorf("%s, %s: %s walks the claim index %d times, want once:\n%s", table, mode, st.name, claimScans, doc)
+			}
 			if strings.HasSuffix(st.name, "_after") && !cursorInIndex {
 				t.Errorf("%s, %s: the cursor is not where the claim index scan starts (no ROW(...) > in its Index Cond)", table, mode)
 			}

@@ -24,10 +24,14 @@
 -- from an ordered walk of the claim index, as in claim.sql, which skips
 -- the partitions that can start nothing now (full, throttled, out of
 -- rate), so that one at the head of the queue does not hide the others;
--- the walk reads twice the room and some more, for the candidates a
--- partition's room or a lock_key then leaves out. The candidates are not
--- locked (no other claim of the queue runs meanwhile): the UPDATE checks
--- each is still queued. TestPlansAreStable checks the plan.
+-- the walk takes twice the room and a few more, for the candidates a
+-- partition's room or a lock_key then leaves out. It locks them, as
+-- claim.sql does (FOR UPDATE SKIP LOCKED: a job an operator is canceling
+-- is skipped, and a candidate is still queued when it is claimed), so
+-- that the UPDATE finds its jobs by primary key and by nothing else: a
+-- test of their state there would let the planner walk the claim index
+-- for them (the index's predicate), once per job picked, on a table
+-- whose statistics say it is small. TestPlansAreStable checks the plan.
 WITH clock AS (
     SELECT coalesce($1::timestamptz, now()) AS now
 ),
@@ -69,27 +73,33 @@ partition_state AS MATERIALIZED (
       AND (p.throttled_until > (SELECT now FROM clock) OR p.rate_tat > (SELECT now FROM clock))
 ),
 -- How many jobs each partition with running jobs or state may start now;
--- NULL for no bound. (A partition with neither may start fresh_room.)
+-- NULL for no bound. (A partition with neither may start fresh_room.) One
+-- aggregate, not joins: the planner, which cannot know how many rows
+-- these CTEs hold, would nest loops over them.
 partition_room AS MATERIALIZED (
     SELECT k.partition_key,
-           least(s.partition_limit - coalesce(ru.n, 0),
+           least(s.partition_limit - sum(k.running),
                  CASE WHEN s.rate_by_partition
-                      THEN jobd_rate_room(s.interval_ns, s.bursts, ps.rate_tat, (SELECT now FROM clock)) END,
-                 CASE WHEN ps.throttled THEN 0 END) AS room
-    FROM (SELECT partition_key FROM running UNION SELECT partition_key FROM partition_state) k
+                      THEN jobd_rate_room(s.interval_ns, s.bursts, max(k.rate_tat), (SELECT now FROM clock)) END,
+                 CASE WHEN bool_or(k.throttled) THEN 0 END) AS room
+    FROM (SELECT partition_key, n AS running, NULL::timestamptz AS rate_tat, false AS throttled FROM running
+          UNION ALL
+          SELECT partition_key, 0, rate_tat, throttled FROM partition_state) k
     CROSS JOIN settings s
-    LEFT JOIN running ru ON ru.partition_key = k.partition_key
-    LEFT JOIN partition_state ps ON ps.partition_key = k.partition_key
+    GROUP BY k.partition_key, s.partition_limit, s.rate_by_partition, s.interval_ns, s.bursts
 ),
 -- The most this claim hands out (room, never NULL), the room of a
--- partition with nothing running and no state (NULL: no bound), and the
--- partitions that can start nothing now.
+-- partition with nothing running and no state (NULL: no bound), the
+-- rooms of the others by partition_key (a JSON object, looked up per
+-- candidate: no join), and the partitions that can start nothing now.
 budget AS MATERIALIZED (
     SELECT least($3::bigint,
                  s.global_limit - (SELECT coalesce(sum(n), 0) FROM running),
                  CASE WHEN NOT s.rate_by_partition
                       THEN jobd_rate_room(s.interval_ns, s.bursts, s.rate_tat, (SELECT now FROM clock)) END) AS room,
            least(s.partition_limit, CASE WHEN s.rate_by_partition THEN s.bursts END) AS fresh_room,
+           coalesce((SELECT jsonb_object_agg(partition_key, room) FROM partition_room WHERE room IS NOT NULL),
+                    '{}') AS rooms,
            coalesce((SELECT array_agg(partition_key) FROM partition_room WHERE room <= 0), '{}') AS blocked
     FROM settings s
 ),
@@ -126,7 +136,8 @@ candidate AS MATERIALIZED (
                   AND w.capabilities @> j.prefers
                   AND w.id IS DISTINCT FROM $6::text))
     ORDER BY priority, run_at, id
-    LIMIT (SELECT 2 * room + 100 FROM budget)
+    LIMIT (SELECT 2 * room + 16 FROM budget)
+    FOR UPDATE SKIP LOCKED
 ),
 -- Of several candidates sharing a lock_key, only the best (see claim.sql).
 deduped AS (
@@ -143,8 +154,8 @@ allowed AS (
     FROM (SELECT deduped.*,
                  row_number() OVER (PARTITION BY partition_key ORDER BY priority, run_at, id) AS nth
           FROM deduped) d
-    LEFT JOIN partition_room pr ON pr.partition_key = d.partition_key
-    WHERE d.nth <= coalesce(pr.room, (SELECT fresh_room FROM budget), d.nth)
+    WHERE d.nth <= coalesce(((SELECT rooms FROM budget) ->> d.partition_key)::bigint,
+                            (SELECT fresh_room FROM budget), d.nth)
 ),
 -- The best of those, as many as the queue's room.
 picked AS (
@@ -167,11 +178,8 @@ claimed AS (
         attempted_at = coalesce($1::timestamptz, now()),
         updated_at = coalesce($1::timestamptz, now())
     FROM picked
-    -- A probe of the primary key per job (see claim.sql). The candidate
-    -- was not locked: a job that stopped being queued since (canceled,
-    -- say) is left out.
+    -- A probe of the primary key per job (see claim.sql).
     WHERE j.id = ANY (ARRAY[picked.id])
-      AND j.state = 'queued'
     RETURNING j.id, j.queue, j.kind, j.args, j.state, j.priority, j.run_at, j.attempt,
               j.max_attempts, j.lease_ttl, j.lease_token, j.lease_owner, j.lease_expires_at,
               j.heartbeat_at, j.lock_key, j.partition_key, j.idempotency_key, j.args_hash,
@@ -192,14 +200,18 @@ queue_rate AS (
       AND NOT s.rate_by_partition
       AND c.n > 0
 ),
+-- A partition's new state is computed as if it had none (n intervals
+-- after now), and, where it has a row, moved on from the row's state by
+-- as much: jobd_rate_next's result either way, without a join.
 partition_rate AS (
     INSERT INTO jobd_queue_partitions AS p (queue, partition_key, rate_tat)
-    SELECT $2, c.partition_key, jobd_rate_next(s.interval_ns, ps.rate_tat, (SELECT now FROM clock), c.n)
+    SELECT $2, c.partition_key, jobd_rate_next(s.interval_ns, NULL, (SELECT now FROM clock), c.n)
     FROM (SELECT coalesce(partition_key, '') AS partition_key, count(*) AS n FROM claimed GROUP BY 1) c
     CROSS JOIN settings s
-    LEFT JOIN partition_state ps ON ps.partition_key = c.partition_key
     WHERE s.rate_by_partition
-    ON CONFLICT (queue, partition_key) DO UPDATE SET rate_tat = excluded.rate_tat
+    ON CONFLICT (queue, partition_key) DO UPDATE
+        SET rate_tat = greatest(p.rate_tat, coalesce($1::timestamptz, now()))
+                       + (excluded.rate_tat - coalesce($1::timestamptz, now()))
 )
 SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
