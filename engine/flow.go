@@ -103,7 +103,9 @@ func (v *flowView) pace(queue string, now time.Time, poll time.Duration) (time.D
 		d, paced = min(d, limitPace), true
 	}
 	if r := s.Limits.Rate; r != nil {
-		d, paced = min(d, r.Interval()), true
+		// Twice per interval: with the rate's Slack of half an interval,
+		// a claimer on its own keeps the rate's schedule.
+		d, paced = min(d, r.Interval()/2), true
 	}
 	// The earliest partition's throttle: the work left may all be in
 	// throttled partitions.

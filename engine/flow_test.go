@@ -43,10 +43,10 @@ func TestPace(t *testing.T) {
 		"global":          limitPace,
 		"paused-global":   0,
 		"partition":       limitPace,
-		"rate20":          50 * time.Millisecond,
+		"rate20":          25 * time.Millisecond,
 		"rate1000":        minPace,
 		"slow":            poll,
-		"rate-and-global": 50 * time.Millisecond,
+		"rate-and-global": 25 * time.Millisecond,
 		"throttled":       time.Hour, // past the poll: the throttle ends when it ends
 		"throttle-passed": 0,
 		"by-partition":    0,

@@ -141,14 +141,22 @@ func (r *Rate) UnmarshalJSON(b []byte) error {
 // tat of a rate's next start (zero for never started), how many of want
 // starts r allows at now, and the tat after them. Starts are spaced
 // Interval apart; up to Bursts of them may happen at once after a quiet
-// spell, never more than Limit per Period on average.
+// spell.
+//
+// A start that comes up to Slack late keeps its place in the schedule:
+// the claims that start jobs poll, and each comes a little after the
+// moment the rate allows (a claimer's pacing, a busy machine); without a
+// tolerance every late claim would push the schedule back, and a rate
+// polled by several claimers would run some 10 % below its limit. So over
+// any span of time W a rate allows at most (W + Slack)/Interval + Bursts
+// starts, and as many as that when its claimers are on time within Slack.
 func Allowance(r Rate, tat, now time.Time, want int) (n int, next time.Time) {
 	if want <= 0 {
 		return 0, tat
 	}
 	t := r.Interval()
-	if tat.Before(now) {
-		tat = now
+	if floor := now.Add(-r.Slack()); tat.Before(floor) {
+		tat = floor
 	}
 	// A start at tat' = tat + t is allowed while tat' - now <= Bursts * t.
 	room := time.Duration(r.Bursts())*t - tat.Sub(now)
@@ -157,6 +165,19 @@ func Allowance(r Rate, tat, now time.Time, want int) (n int, next time.Time) {
 	}
 	n = min(want, int(room/t))
 	return n, tat.Add(time.Duration(n) * t)
+}
+
+// MinSlack bounds Rate.Slack below: about how often a claimer of a busy
+// rate-limited queue claims again, so that a rate faster than one start
+// per claim is reached (a claim then starts up to MinSlack's worth of
+// jobs at once).
+const MinSlack = 10 * time.Millisecond
+
+// Slack is how late a start may come and keep its place in the rate's
+// schedule (Allowance): half an Interval, at least MinSlack, in whole
+// microseconds (what the stores keep of a time).
+func (r Rate) Slack() time.Duration {
+	return max(r.Interval()/2, MinSlack).Truncate(time.Microsecond)
 }
 
 // String renders l for logs: "global_limit=5 partition_limit=2 rate=20/1s".

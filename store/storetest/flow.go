@@ -174,42 +174,39 @@ func testFlowLockKey(t *testing.T, e *env) {
 	wantIDs(t, "claim once a1 finished", e.claim(t, q, 10), a2)
 }
 
-// rateAsk is one ask of testFlowRateSmooth: at offset into the interval,
-// how many starts the rate allows.
-type rateAsk struct {
-	offset time.Duration
-	want   int
-}
-
-// testFlowRateSmooth: a rate of 20 a second without a burst starts one
-// job every 50 ms, never two at once, and never a microsecond early,
-// however many are asked for: 600 in 30 s (as flow's
+// testFlowRateSmooth: a rate of 20 a second without a burst, asked every
+// 10 ms for 30 s, starts one job every 50 ms: never two at once, never two
+// less than half an interval apart (flow.Rate.Slack), 601 in all (the
+// first, then one each 50 ms), however many are asked for (as flow's
 // TestAllowanceIsSmooth, through the store, on its clock).
 func testFlowRateSmooth(t *testing.T, e *env) {
 	const q = "smooth"
-	e.setLimits(t, q, flow.Limits{Rate: &flow.Rate{Limit: 20, Period: time.Second}})
+	rate := flow.Rate{Limit: 20, Period: time.Second}
+	e.setLimits(t, q, flow.Limits{Rate: &rate})
 	params := make([]job.InsertParams, 700)
 	for i := range params {
 		params[i] = job.InsertParams{Queue: q, Kind: "k"}
 	}
 	e.insertMany(t, params...)
-	const interval = 50 * time.Millisecond
-	// Asked at the start of each interval and a microsecond before its
-	// end.
-	asks := []rateAsk{{0, 1}, {interval - time.Microsecond, 0}}
 	origin, total := e.now(), 0
-	for k := range 600 {
-		for _, a := range asks {
-			at := origin.Add(time.Duration(k)*interval + a.offset)
-			e.clk.Advance(at.Sub(e.now()))
-			if n := len(e.claim(t, q, 100)); n != a.want {
-				t.Fatalf("at %s: %d starts, want %d", at.Sub(origin), n, a.want)
-			}
-			total += a.want
+	var last time.Time
+	for k := range 3000 {
+		at := origin.Add(time.Duration(k) * 10 * time.Millisecond)
+		e.clk.Advance(at.Sub(e.now()))
+		n := len(e.claim(t, q, 100))
+		if n > 1 {
+			t.Fatalf("at %s: %d starts at once", at.Sub(origin), n)
 		}
+		if n == 1 && !last.IsZero() && at.Sub(last) < rate.Slack() {
+			t.Fatalf("at %s: a start %s after the previous one", at.Sub(origin), at.Sub(last))
+		}
+		if n == 1 {
+			last = at
+		}
+		total += n
 	}
-	if total != 600 {
-		t.Fatalf("30 s at 20/s allowed %d starts, want 600", total)
+	if total != 601 {
+		t.Fatalf("30 s at 20/s allowed %d starts, want 601", total)
 	}
 }
 
@@ -225,8 +222,10 @@ func testFlowRateBurst(t *testing.T, e *env) {
 		want    int
 	}{
 		{0, 100, 5}, // the burst
-		{50 * time.Millisecond, 100, 0},
-		{50 * time.Millisecond, 100, 1}, // one interval after the burst
+		{49 * time.Millisecond, 100, 0},
+		// The burst's schedule began half an interval back (Slack): one
+		// more is due half an interval after it.
+		{time.Millisecond, 100, 1},
 		{0, 100, 0},
 		{time.Hour, 3, 3}, // a quiet hour: a burst again, of which three are asked for
 		{0, 100, 2},       // and the rest of it
@@ -249,10 +248,12 @@ func testFlowRateByPartition(t *testing.T, e *env) {
 	none := e.inPartition(t, q, "", 3)
 	wantIDs(t, "first claim", e.claim(t, q, 20), a[0], b[0], none[0])
 	e.claimNone(t, q)
-	e.clk.Advance(time.Second - time.Microsecond)
+	// The first starts' schedule began half an interval back (Slack):
+	// the next of each partition is due half a second later.
+	e.clk.Advance(time.Second/2 - time.Microsecond)
 	e.claimNone(t, q)
 	e.clk.Advance(time.Microsecond)
-	wantIDs(t, "claim a second later", e.claim(t, q, 2), a[1], b[1])
+	wantIDs(t, "claim half a second later", e.claim(t, q, 2), a[1], b[1])
 	wantIDs(t, "claim of the rest", e.claim(t, q, 20), none[1])
 }
 

@@ -54,6 +54,17 @@ CREATE TABLE jobd_queue_partitions (
     vacuum_truncate = false
 );
 
+-- The earliest a rate's theoretical arrival time counts from at now:
+-- half an interval back, at least 10 ms (flow.Rate.Slack, flow.MinSlack),
+-- in whole microseconds, so that a start that comes a little late keeps
+-- its place in the schedule (flow.Allowance).
+CREATE FUNCTION jobd_rate_floor(interval_ns bigint, now timestamptz)
+RETURNS timestamptz
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT now - greatest(interval_ns / 2000, 10000) * interval '1 microsecond'
+$$;
+
 -- How many starts a rate whose starts are interval_ns nanoseconds apart
 -- (flow.Rate.Interval), of which bursts may happen at once
 -- (flow.Rate.Bursts), allows at now given its theoretical arrival time
@@ -67,17 +78,19 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     SELECT CASE WHEN room < interval_ns THEN 0 ELSE room / interval_ns END
     FROM (SELECT bursts * interval_ns
-                 - (extract(epoch FROM greatest(tat, now) - now) * 1000000000)::bigint AS room) r
+                 - (extract(epoch FROM greatest(tat, jobd_rate_floor(interval_ns, now)) - now)
+                    * 1000000000)::bigint AS room) r
 $$;
 
 -- The theoretical arrival time after n starts allowed by jobd_rate_room:
--- n intervals after tat, or after now when tat has passed, rounded up to
+-- n intervals after tat, or after jobd_rate_floor when tat is before it, rounded up to
 -- the microsecond a timestamptz keeps (never earlier than the rate says).
 CREATE FUNCTION jobd_rate_next(interval_ns bigint, tat timestamptz, now timestamptz, n bigint)
 RETURNS timestamptz
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT greatest(tat, now) + ((n * interval_ns + 999) / 1000) * interval '1 microsecond'
+    SELECT greatest(tat, jobd_rate_floor(interval_ns, now))
+           + ((n * interval_ns + 999) / 1000) * interval '1 microsecond'
 $$;
 
 -- A rate's interval in nanoseconds, as flow.Rate.Interval computes it

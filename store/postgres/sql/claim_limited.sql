@@ -201,8 +201,8 @@ queue_rate AS (
       AND c.n > 0
 ),
 -- A partition's new state is computed as if it had none (n intervals
--- after now), and, where it has a row, moved on from the row's state by
--- as much: jobd_rate_next's result either way, without a join.
+-- after jobd_rate_floor), and, where it has a row, moved on from the
+-- row's state (or the floor, if later) by as much: jobd_rate_next's result either way, without a join.
 partition_rate AS (
     INSERT INTO jobd_queue_partitions AS p (queue, partition_key, rate_tat)
     SELECT $2, c.partition_key, jobd_rate_next(s.interval_ns, NULL, (SELECT now FROM clock), c.n)
@@ -210,8 +210,8 @@ partition_rate AS (
     CROSS JOIN settings s
     WHERE s.rate_by_partition
     ON CONFLICT (queue, partition_key) DO UPDATE
-        SET rate_tat = greatest(p.rate_tat, coalesce($1::timestamptz, now()))
-                       + (excluded.rate_tat - coalesce($1::timestamptz, now()))
+        SET rate_tat = greatest(p.rate_tat, jobd_rate_floor((SELECT interval_ns FROM settings), (SELECT now FROM clock)))
+                       + (excluded.rate_tat - jobd_rate_floor((SELECT interval_ns FROM settings), (SELECT now FROM clock)))
 )
 SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
