@@ -183,19 +183,6 @@ type EventList struct {
 	Events []Event `json:"events"`
 }
 
-// Queue describes one queue: its job counts by state and whether it is
-// paused.
-type Queue struct {
-	Name   string          `json:"name"`
-	Paused bool            `json:"paused"`
-	Counts map[State]int64 `json:"counts"`
-}
-
-// QueueList is the answer of GET /api/v1/queues.
-type QueueList struct {
-	Queues []Queue `json:"queues"`
-}
-
 // KeyRequest is the body of POST /api/v1/keys.
 type KeyRequest struct {
 	Name   string   `json:"name"`

@@ -2,6 +2,8 @@ package api_test
 
 import (
 	"encoding/json"
+	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -48,5 +50,20 @@ func TestProblemError(t *testing.T) {
 	p.Detail = "no job 1"
 	if p.Error() != "no job 1" {
 		t.Errorf("%q", p.Error())
+	}
+}
+
+// A value that is not a duration string is a *json.UnmarshalTypeError
+// naming the member, so that the API's answer can name it.
+func TestDurationErrorNamesItsMember(t *testing.T) {
+	for _, bad := range []string{`"3x"`, `""`, `90`, `{}`, `[]`, `true`} {
+		var v struct {
+			Throttle *api.Duration `json:"throttle"`
+		}
+		err := json.Unmarshal([]byte(`{"throttle":`+bad+`}`), &v)
+		var typ *json.UnmarshalTypeError
+		if !errors.As(err, &typ) || typ.Field != "throttle" || typ.Type != reflect.TypeFor[time.Duration]() {
+			t.Errorf("unmarshal %s: %v, want an UnmarshalTypeError of time.Duration naming throttle", bad, err)
+		}
 	}
 }

@@ -125,12 +125,23 @@ type CompleteRequest struct {
 // retryable failure with attempts left waits, before the next attempt,
 // RetryAfter when given, else the backoff of the job's queue (the
 // server's configuration), as a failure in the engine does.
+//
+// Throttle says instead that the downstream the job calls is overloaded:
+// the job is queued again after it, its attempt not counted (whatever
+// Retryable says), and no job of its queue, or of its partition_key when
+// the queue's throttle_by is partition_key, starts on any node or worker
+// before then. It is above zero and at most MaxThrottle.
 type FailRequest struct {
 	LeaseToken uuid.UUID `json:"lease_token"`
 	Error      string    `json:"error"`
 	Retryable  bool      `json:"retryable"`
 	RetryAfter *Duration `json:"retry_after,omitempty"`
+	Throttle   *Duration `json:"throttle,omitempty"`
 }
+
+// MaxThrottle bounds FailRequest.Throttle (job.MaxThrottle, which this
+// package, light for remote workers, does not import).
+const MaxThrottle = 24 * time.Hour
 
 // ReleaseRequest is the body of POST /api/v1/worker/jobs/{id}/release: a
 // worker gives back, unfinished, a job it claimed (it is shutting down).

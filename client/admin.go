@@ -8,7 +8,8 @@ import (
 	"github.com/jobd/jobd/api"
 )
 
-// Queues returns every queue with its job counts by state and paused flag.
+// Queues returns every queue with its job counts by state, paused flag,
+// flow control and throttles.
 func (c *Client) Queues(ctx context.Context) ([]api.Queue, error) {
 	var out api.QueueList
 	if _, _, err := c.do(ctx, http.MethodGet, "/api/v1/queues", nil, nil, &out); err != nil {
@@ -25,6 +26,19 @@ func (c *Client) PauseQueue(ctx context.Context, queue string) (*api.Queue, erro
 // ResumeQueue lets nodes claim jobs of queue again.
 func (c *Client) ResumeQueue(ctx context.Context, queue string) (*api.Queue, error) {
 	return c.queueAction(ctx, queue, "resume")
+}
+
+// SetQueueLimits replaces the flow control of queue (PUT
+// /api/v1/queues/{name}): limits is the whole of it, a member left zero
+// limits nothing, and api.QueueLimits{} clears every limit. Every node
+// applies it from its next claim. It needs an admin key; a bad member is
+// an *Error whose Problem.Field names it ("rate.period").
+func (c *Client) SetQueueLimits(ctx context.Context, queue string, limits api.QueueLimits) (*api.Queue, error) {
+	var out api.Queue
+	if _, _, err := c.do(ctx, http.MethodPut, "/api/v1/queues/"+url.PathEscape(queue), nil, limits, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 func (c *Client) queueAction(ctx context.Context, queue, action string) (*api.Queue, error) {

@@ -108,14 +108,40 @@ func RetryAfter(err error, d time.Duration) error {
 	return retryAfter{err: err, delay: max(d, 0)}
 }
 
+// throttle marks an error whose job's downstream is overloaded.
+type throttle struct {
+	err   error
+	delay time.Duration
+}
+
+func (e throttle) Error() string { return e.err.Error() }
+func (e throttle) Unwrap() error { return e.err }
+
+// Throttle wraps err to say the downstream the job calls is overloaded
+// (it answered 429, say): the job is queued again after d, its attempt
+// not counted, and no job of its queue, or of its partition_key when the
+// queue's throttle_by is partition_key, starts on any node or worker for
+// d (the fail call's "throttle", as engine.Throttle does in the engine).
+// d is capped at api.MaxThrottle; a d below one millisecond is one
+// millisecond. Throttle wins over Permanent and RetryAfter wrapped around
+// or inside it.
+func Throttle(err error, d time.Duration) error {
+	if err == nil {
+		err = errors.New("throttled by the downstream")
+	}
+	return throttle{err: err, delay: min(max(d, time.Millisecond), api.MaxThrottle)}
+}
+
 // handler runs one claimed job and returns its result.
 type handler func(ctx context.Context, w *Worker, j api.ClaimedJob) (json.RawMessage, error)
 
 // Handle registers fn for jobs of kind: their args are decoded into A
 // (bad args fail the job for good), fn's result R is encoded as the job's
 // result. An error fails the job, retryably (after its queue's backoff,
-// or RetryAfter's delay) unless wrapped by Permanent; a panic is a
-// retryable failure too. Register every handler before Run.
+// or RetryAfter's delay) unless wrapped by Permanent; one wrapped by
+// Throttle requeues it without counting the attempt and stops its queue
+// or partition for the delay; a panic is a retryable failure too.
+// Register every handler before Run.
 func Handle[A, R any](w *Worker, kind string, fn func(ctx context.Context, t *Task[A]) (R, error)) {
 	h := func(ctx context.Context, w *Worker, j api.ClaimedJob) (json.RawMessage, error) {
 		t := &Task[A]{Job: j, w: w}

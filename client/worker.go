@@ -256,8 +256,8 @@ func (w *Worker) call(ctx context.Context, h handler, j api.ClaimedJob) (res jso
 
 // finish reports a job's outcome, unless its lease was lost: a success,
 // a release when the shutdown cancelled a handler that did not succeed,
-// or a failure, retryable unless Permanent (after RetryAfter's delay, or
-// the queue's backoff).
+// a throttle (Throttle), or a failure, retryable unless Permanent (after
+// RetryAfter's delay, or the queue's backoff).
 func (w *Worker) finish(base, ctx context.Context, j api.ClaimedJob, res json.RawMessage, err error) {
 	cause := context.Cause(ctx)
 	if errors.Is(cause, ErrLeaseLost) {
@@ -274,12 +274,15 @@ func (w *Worker) finish(base, ctx context.Context, j api.ClaimedJob, res json.Ra
 		rerr  error
 		p     permanent
 		after retryAfter
+		thr   throttle
 	)
 	switch {
 	case err == nil:
 		_, rerr = w.c.Complete(rctx, j.ID, j.LeaseToken, res)
 	case errors.Is(cause, ErrShuttingDown):
 		_, rerr = w.c.Release(rctx, j.ID, j.LeaseToken)
+	case errors.As(err, &thr):
+		_, rerr = w.c.FailThrottle(rctx, j.ID, j.LeaseToken, err.Error(), thr.delay)
 	case errors.As(err, &p):
 		_, rerr = w.c.Fail(rctx, j.ID, j.LeaseToken, err.Error(), false)
 	case errors.As(err, &after):

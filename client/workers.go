@@ -125,6 +125,17 @@ func (c *Client) FailRetryAfter(ctx context.Context, id, token uuid.UUID, msg st
 	return c.fail(ctx, id, api.FailRequest{LeaseToken: token, Error: msg, Retryable: true, RetryAfter: &d})
 }
 
+// FailThrottle fails a claimed job because the downstream it calls is
+// overloaded: it is queued again after delay (above zero, at most
+// api.MaxThrottle), its attempt not counted, and no job of its queue, or
+// of its partition when the queue throttles by partition_key, starts
+// anywhere before then. It returns the state the job reached; msg is
+// sent as Fail sends it.
+func (c *Client) FailThrottle(ctx context.Context, id, token uuid.UUID, msg string, delay time.Duration) (api.State, error) {
+	d := api.Duration(delay)
+	return c.fail(ctx, id, api.FailRequest{LeaseToken: token, Error: msg, Throttle: &d})
+}
+
 func (c *Client) fail(ctx context.Context, id uuid.UUID, req api.FailRequest) (api.State, error) {
 	var out api.FinishResponse
 	req.Error = storableText(req.Error)

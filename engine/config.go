@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/flow"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/observe"
 	"github.com/jobd/jobd/store"
@@ -176,6 +177,13 @@ type QueueConfig struct {
 	// (Engine.QueueTimeout). Zero for none; at least 1s. In JSON a Go
 	// duration string ("10m").
 	Timeout time.Duration `json:"-"`
+	// Limits is the queue's flow control, which holds on every node and
+	// for every remote worker: a node that starts (Run) writes it to the
+	// store when it sets any, replacing what the store holds (the API's
+	// PUT /api/v1/queues/{name}, say); a queue whose Limits set none
+	// keeps the stored ones. In JSON its members sit beside the queue's:
+	// "global_limit", "partition_limit", "rate", "throttle_by".
+	Limits flow.Limits `json:"-"`
 }
 
 // MaxConcurrency bounds QueueConfig.Concurrency.
@@ -206,6 +214,13 @@ func (q QueueConfig) validate(i int) error {
 	if q.Timeout != 0 && q.Timeout < time.Second {
 		return job.Invalid(field("timeout"), "must be at least 1s, got %s", q.Timeout)
 	}
+	if err := q.Limits.Check(); err != nil {
+		var ve *job.ValidationError
+		if errors.As(err, &ve) {
+			return job.Invalid(field(ve.Field), "%s", ve.Reason)
+		}
+		return err
+	}
 	return nil
 }
 
@@ -235,10 +250,13 @@ func ParseQueues(data []byte) ([]QueueConfig, error) {
 	for i, raw := range raws {
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
-		// The members of QueueConfig, and its timeout as a string.
+		// The members of QueueConfig and of its Limits, and its timeout
+		// and rate's period as strings.
 		var q struct {
 			QueueConfig
-			Timeout *string `json:"timeout"`
+			flow.Limits
+			Rate    *rateConfig `json:"rate"`
+			Timeout *string     `json:"timeout"`
 		}
 		if err := dec.Decode(&q); err != nil {
 			var ve *job.ValidationError
@@ -249,6 +267,14 @@ func ParseQueues(data []byte) ([]QueueConfig, error) {
 			return nil, job.Invalid(fmt.Sprintf("queues[%d]", i), "%v", err)
 		}
 		qs[i] = q.QueueConfig
+		qs[i].Limits = q.Limits
+		if q.Rate != nil {
+			r, err := q.Rate.rate()
+			if err != nil {
+				return nil, job.Invalid(fmt.Sprintf("queues[%d].rate.period", i), "%v", err)
+			}
+			qs[i].Limits.Rate = r
+		}
 		if q.Timeout != nil {
 			d, err := time.ParseDuration(*q.Timeout)
 			if err != nil {
@@ -261,4 +287,24 @@ func ParseQueues(data []byte) ([]QueueConfig, error) {
 		return nil, err
 	}
 	return qs, nil
+}
+
+// rateConfig is a flow.Rate as ParseQueues reads it: strictly (no
+// unknown member), its period a Go duration string.
+type rateConfig struct {
+	Limit  int     `json:"limit"`
+	Period *string `json:"period"`
+	By     string  `json:"by"`
+	Burst  int     `json:"burst"`
+}
+
+func (r rateConfig) rate() (*flow.Rate, error) {
+	if r.Period == nil {
+		return nil, errors.New("is required: a Go duration such as \"1m\"")
+	}
+	d, err := time.ParseDuration(*r.Period)
+	if err != nil {
+		return nil, fmt.Errorf("must be a Go duration such as \"1m\": %w", err)
+	}
+	return &flow.Rate{Limit: r.Limit, Period: d, By: r.By, Burst: r.Burst}, nil
 }

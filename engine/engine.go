@@ -65,6 +65,9 @@ type Engine struct {
 	hub wakeup.Hub[string]
 	// runner runs the maintenance duties (duties.go).
 	runner *maintenance.Runner
+	// flow is the view of the queues' flow control that paces claims
+	// (flow.go).
+	flow *flowView
 	// signals are what the engine's tests wait for.
 	signals testSignals
 }
@@ -72,9 +75,22 @@ type Engine struct {
 // Subscribe calls fn with a queue name each time the store says jobs may
 // have become available in it ("" for any queue), until unsubscribe is
 // called. It shares the engine's one Listen (run when the engine has
-// pools or Config.Listen is set). fn must not block.
+// pools or Config.Listen is set). fn must not block. While a subscription
+// is open, the engine keeps its view of the queues' flow control fresh
+// (ClaimPace), and fn is also called for a queue whose flow control
+// changed.
 func (e *Engine) Subscribe(fn func(queue string)) (unsubscribe func()) {
-	return e.hub.Subscribe(fn)
+	unsubscribeHub := e.hub.Subscribe(fn)
+	if e.flow.subscribers.Add(1) == 1 {
+		e.flow.needed()
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			unsubscribeHub()
+			e.flow.subscribers.Add(-1)
+		})
+	}
 }
 
 // New checks cfg, fills its defaults and returns an engine ready for
@@ -96,6 +112,7 @@ func New(cfg Config) (*Engine, error) {
 		jobEnded:  make(chan struct{}, 1),
 		renewKick: make(chan struct{}, 1),
 		stopped:   make(chan struct{}),
+		flow:      newFlowView(),
 	}
 	e.fin = &finisher{e: e, kick: make(chan struct{}, 1)}
 	var err error
@@ -177,7 +194,9 @@ func (e *Engine) InsertManyTx(ctx context.Context, ex store.Executor, ps []job.I
 // at once (resigning the leadership, if this node leads), lets running
 // handlers finish for up to ShutdownTimeout, then cancels them (cause
 // ErrShutdown) and releases every job whose handler did not succeed,
-// writes the pending outcomes and returns.
+// writes the pending outcomes and returns. Before its first claim it
+// writes the flow control of each configured queue that sets any
+// (QueueConfig.Limits), retrying while the store fails.
 // No goroutine it started outlives it, save a handler that ignores its
 // context (its job is released anyway). Run may be called once.
 func (e *Engine) Run(ctx context.Context) error {
@@ -204,6 +223,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	if len(e.producers) > 0 || e.cfg.Listen {
 		loops.Go(func() { e.listen(ctx) })
 	}
+	// The configured limits hold before the first claim.
+	e.applyLimits(ctx)
+	loops.Go(func() { e.watchFlow(ctx) })
 	for _, p := range e.producers {
 		loops.Go(func() { p.run(ctx, workCtx, jobBase) })
 	}
@@ -328,7 +350,13 @@ func (e *Engine) end(x *execution, out store.Outcome, ran time.Duration) {
 	_, ok := e.running[x]
 	if ok {
 		e.untrackLocked(x)
-		e.fin.add(x.finishItem(out, ran))
+		it := x.finishItem(out, ran)
+		if out.Throttle > 0 {
+			// The pool claims again once the throttle holds.
+			it.throttled = x.p
+			x.p.throttles.Add(1)
+		}
+		e.fin.add(it)
 	}
 	e.mu.Unlock()
 	if !ok && x.abandoned.Load() {

@@ -60,6 +60,27 @@ func RetryAfter(err error, d time.Duration) error {
 	return &retryAfterError{err: err, delay: max(d, 0)}
 }
 
+type throttleError struct {
+	err   error
+	delay time.Duration
+}
+
+func (e *throttleError) Error() string { return e.err.Error() }
+func (e *throttleError) Unwrap() error { return e.err }
+
+// Throttle says the downstream the job calls is overloaded (it answered
+// 429, say): the job goes back to its queue for d without counting the
+// attempt, and no job of its queue, or of its partition when the queue's
+// throttle_by is partition_key, starts on any node for d
+// (job.Outcome.Throttle). d is capped at job.MaxThrottle; a d below one
+// millisecond is one millisecond.
+func Throttle(err error, d time.Duration) error {
+	if err == nil {
+		err = errors.New("throttled by the downstream")
+	}
+	return &throttleError{err: err, delay: min(max(d, time.Millisecond), job.MaxThrottle)}
+}
+
 // maxErrorBytes caps the error text kept with a job.
 const maxErrorBytes = 4096
 

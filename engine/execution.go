@@ -155,7 +155,10 @@ func (x *execution) outcome(ctx context.Context, res json.RawMessage, err error)
 	out.Status = store.OutcomeFailed
 	var perm *permanentError
 	var after *retryAfterError
+	var throttle *throttleError
 	switch {
+	case errors.As(err, &throttle):
+		out.Throttle = throttle.delay
 	case errors.As(err, &perm):
 	case errors.As(err, &after):
 		out.Retryable = true

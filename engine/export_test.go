@@ -19,4 +19,5 @@ func PollArmedSignal(e *Engine) *testsignal.Signal[string]         { return &e.s
 func TimedOutSignal(e *Engine) *testsignal.Signal[uuid.UUID]       { return &e.signals.timedOut }
 func AbandonedSignal(e *Engine) *testsignal.Signal[uuid.UUID]      { return &e.signals.abandoned }
 func HealthSignal(e *Engine) *testsignal.Signal[HealthChange]      { return &e.signals.health }
+func FlowReadSignal(e *Engine) *testsignal.Signal[struct{}]        { return &e.signals.flowRead }
 func MaintenanceSignals(e *Engine) *maintenance.TestSignals        { return e.runner.TestSignals() }

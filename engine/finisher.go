@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/observe"
 	"github.com/jobd/jobd/store"
 )
@@ -29,6 +30,9 @@ type finishItem struct {
 	ran  time.Duration
 	// refused: out replaces an outcome the store refused (refusedOutcome).
 	refused bool
+	// throttled is the producer whose claims wait for this outcome, a
+	// throttle, to be written (producer.throttleRoom); nil for none.
+	throttled *producer
 }
 
 // finisher writes the outcomes of the whole engine in batches: one
@@ -194,6 +198,9 @@ func (f *finisher) report(batch []finishItem, res []store.FinishResult) {
 			o := observe.OutcomeOf(res[i].State, it.out.Status, res[i].Lost)
 			it.rec.Finished(o, it.ran)
 			it.span.End(o, it.out.Error, now)
+			if it.out.Throttle > 0 && !res[i].Lost && res[i].State == job.StateQueued {
+				f.e.cfg.Observer.Throttled(it.queue)
+			}
 		}
 		if i < len(res) && res[i].Lost {
 			f.e.log.Warn("engine: lease lost before the outcome was written; outcome dropped",
@@ -206,6 +213,9 @@ func (f *finisher) report(batch []finishItem, res []store.FinishResult) {
 		if it.locked && !woken[it.queue] {
 			woken[it.queue] = true
 			f.e.wakeQueue(it.queue)
+		}
+		if it.throttled != nil {
+			it.throttled.throttleWritten()
 		}
 	}
 }

@@ -42,6 +42,10 @@ type producer struct {
 	// kinds holds the observer's recorder of each kind of the queue,
 	// owned by run's goroutine.
 	kinds map[string]observe.KindRecorder
+	// throttles counts the throttles of the queue's jobs handed to the
+	// finisher and not yet written: until they are, the producer claims
+	// nothing, so that this node starts no job its throttle holds back.
+	throttles atomic.Int64
 }
 
 // recorder returns the observer's recorder of kind, resolved once.
@@ -75,10 +79,16 @@ func (p *producer) kick() {
 // and otherwise at most once per PollInterval. Claims run on workCtx, so
 // that a claim the database committed is never lost to a cancelled
 // context; jobBase is the parent of the handlers' contexts.
+//
+// A claim of a limited or throttled queue that comes back short is tried
+// again sooner than the poll (flowView.pace): within the pacing delay of
+// the first short claim, which the claims that wake-ups cause meanwhile
+// do not push back.
 func (p *producer) run(ctx, workCtx, jobBase context.Context) {
 	h := health{log: p.e.log, what: "claim", attrs: []any{"queue", p.cfg.Queue}, signal: &p.e.signals.health}
 	t := p.e.clock.NewTimer(0)
 	defer t.Stop()
+	var paced time.Time // when t fires for a paced claim; zero for a poll
 	for {
 		select {
 		case <-ctx.Done():
@@ -86,25 +96,48 @@ func (p *producer) run(ctx, workCtx, jobBase context.Context) {
 		case <-p.wake:
 		case <-t.C():
 			p.fresh.Store(true)
+			paced = time.Time{}
 		}
-		p.claim(ctx, workCtx, jobBase, &h)
-		t.Reset(p.e.cfg.PollInterval)
+		next := p.e.cfg.PollInterval
+		if p.claim(ctx, workCtx, jobBase, &h) {
+			next, paced = p.pace(paced)
+		} else {
+			paced = time.Time{}
+		}
+		t.Reset(next)
 		p.e.signals.pollArmed.Fire(p.cfg.Queue)
 	}
+}
+
+// pace returns the delay of the next claim after a short one, and when
+// that claim is due if it is paced (zero if it is the poll): the pacing
+// delay of the queue's flow control, or the earlier paced claim still
+// due, else the poll.
+func (p *producer) pace(paced time.Time) (time.Duration, time.Time) {
+	now := p.e.clock.Now()
+	d, ok := p.e.flow.pace(p.cfg.Queue, now, p.e.cfg.PollInterval)
+	if !ok {
+		return p.e.cfg.PollInterval, time.Time{}
+	}
+	if !paced.After(now) || paced.After(now.Add(d)) {
+		paced = now.Add(d)
+	}
+	return paced.Sub(now), paced
 }
 
 // claim fills the free slots, claiming again while claims come back full,
 // and retries a failing store with backoff until it answers or ctx ends.
 // While it drains a backlog, each claim starts after the last job of the
 // previous one (store.ClaimParams.After); a wake-up, a poll or a short
-// claim sends it back to the best job.
-func (p *producer) claim(ctx, workCtx, jobBase context.Context, h *health) {
+// claim sends it back to the best job. It reports whether its last claim
+// came back short: fewer jobs than free slots.
+func (p *producer) claim(ctx, workCtx, jobBase context.Context, h *health) (short bool) {
 	delay := retryMin
 	for ctx.Err() == nil {
 		active := int(p.active.Load())
-		n := min(p.cfg.Concurrency-active, maxClaim)
+		n := min(p.cfg.Concurrency-active, maxClaim, p.throttleRoom())
 		if n <= 0 || (active > 0 && n < p.minBatch()) {
-			return // a finishing job wakes us
+			return false // a finishing job wakes us
 		}
 		if p.fresh.Swap(false) {
 			p.cursor = nil
@@ -121,11 +154,11 @@ func (p *producer) claim(ctx, workCtx, jobBase context.Context, h *health) {
 		}
 		if err != nil {
 			if workCtx.Err() != nil {
-				return
+				return false
 			}
 			h.fail(err)
 			if !sleep(ctx, p.e.clock, delay) {
-				return
+				return false
 			}
 			delay = nextRetry(delay)
 			continue
@@ -142,7 +175,7 @@ func (p *producer) claim(ctx, workCtx, jobBase context.Context, h *health) {
 					queue: j.Queue, kind: j.Kind, attempt: j.Attempt, rec: rec, span: observe.Nop{},
 				})
 			}
-			return
+			return false
 		}
 		for _, j := range jobs {
 			p.start(workCtx, jobBase, j, claimedAt)
@@ -153,11 +186,12 @@ func (p *producer) claim(ctx, workCtx, jobBase context.Context, h *health) {
 			continue
 		}
 		if after == nil {
-			return
+			return true
 		}
 		// A short claim after the cursor: jobs may wait ahead of it (a
 		// lock that was busy, a job skipped as locked): look from the top.
 	}
+	return false
 }
 
 // start runs the handler of j, claimed at at.
@@ -175,6 +209,23 @@ func (p *producer) start(workCtx, jobBase context.Context, j *job.Job, at time.T
 	p.active.Add(1)
 	p.e.track(x)
 	go x.run(ctx, workCtx)
+}
+
+// throttleRoom is how many jobs a claim may take as far as the queue's
+// throttles go: none while a throttle one of its jobs reported is not yet
+// written (throttleWritten wakes the loop), else any number.
+func (p *producer) throttleRoom() int {
+	if p.throttles.Load() > 0 {
+		return 0
+	}
+	return maxClaim
+}
+
+// throttleWritten is told that a throttle of one of the queue's jobs was
+// written (or dropped): the claims may resume.
+func (p *producer) throttleWritten() {
+	p.throttles.Add(-1)
+	p.wakeUp()
 }
 
 // done frees the slot of a job that ended and wakes the loop to refill it.

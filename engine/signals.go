@@ -26,6 +26,9 @@ type testSignals struct {
 	pollArmed testsignal.Signal[string]
 	// health fires when a loop starts failing or recovers.
 	health testsignal.Signal[healthChange]
+	// flowRead fires each time the view of the queues' flow control was
+	// read from the store.
+	flowRead testsignal.Signal[struct{}]
 }
 
 // healthChange is a loop of the engine starting to fail (Failing) or

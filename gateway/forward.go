@@ -193,7 +193,9 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request, up *upstream, r
 	if len(args) > g.cfg.MaxArgsBytes {
 		return problemf(api.ProblemTooLarge, "", "the request (headers and body) is too large to queue: at most %d bytes", g.cfg.MaxArgsBytes)
 	}
-	p := job.InsertParams{Queue: Queue, Kind: Kind, Args: args, MaxAttempts: g.cfg.MaxAttempts}
+	// The upstream is the job's partition: its throttle (429 or 503 with
+	// Retry-After) holds back its own requests only (ThrottleByUpstream).
+	p := job.InsertParams{Queue: Queue, Kind: Kind, Args: args, MaxAttempts: g.cfg.MaxAttempts, PartitionKey: up.Name}
 	if tp := r.Header.Get("traceparent"); job.ValidTraceParent(tp) {
 		p.TraceParent = tp // the request's execution joins the caller's trace
 	}

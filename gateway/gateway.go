@@ -11,7 +11,8 @@
 // until it is fetched (PUT /api/v1/async/{id}, once), deleted, or older
 // than the result TTL. The engine's worker pool for Queue performs the
 // upstream calls: 5xx answers and connection errors are retried with the
-// queue's backoff, a 4xx is a final answer.
+// queue's backoff, a 4xx is a final answer, and a 429 or 503 with a
+// Retry-After throttles its upstream (the jobs' partition) for that long.
 package gateway
 
 import (

@@ -208,6 +208,7 @@ type options struct {
 	sweep       time.Duration // the result TTL's interval
 	noWorkers   bool          // no worker pool for the gateway queue
 	onGateway   func(*gateway.Gateway)
+	more        []gateway.Upstream // upstreams besides "up"
 }
 
 // jobd is a node under test: store, engine, gateway and HTTP server, as
@@ -256,7 +257,7 @@ func start(t *testing.T, db database, up *upstream, o options) *jobd {
 	}
 	cfg := gateway.Config{
 		Store: st, Engine: eng, Logger: quiet, Clock: o.clock,
-		Upstreams:  []gateway.Upstream{{Name: "up", URL: target, Timeout: o.timeout}},
+		Upstreams:  append([]gateway.Upstream{{Name: "up", URL: target, Timeout: o.timeout}}, o.more...),
 		MaxPending: o.maxPending, MaxResponseBytes: o.maxResponse,
 		MaxAttempts: o.maxAttempts, ResultTTL: o.ttl, SweepInterval: o.sweep,
 	}
@@ -269,6 +270,10 @@ func start(t *testing.T, db database, up *upstream, o options) *jobd {
 	}
 	if o.onGateway != nil {
 		o.onGateway(gw)
+	}
+	// As jobd serve does at start.
+	if err := gw.ThrottleByUpstream(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 	apiHandler, err := httpapi.New(httpapi.Config{Store: st, Logger: quiet, AdminSecret: o.secret, Async: gw.Results()})
 	if err != nil {

@@ -23,8 +23,12 @@ const maxRetryAfter = time.Hour
 const drainLimit = 256 << 10
 
 // perform is the handler of Kind: it sends the request upstream and
-// returns the response. A 5xx, a connection error or a timeout is a
-// retryable error (the 5xx's Retry-After is honoured); a response body
+// returns the response. A 429 or 503 with a Retry-After of a delay to
+// come throttles the upstream for it (overloaded): the job is queued
+// again then, its attempt not counted, and no other request to that
+// upstream starts before (engine.Throttle, by partition: see
+// ThrottleByUpstream). Any other 5xx, a connection error or a timeout is
+// a retryable error (a 5xx's Retry-After is honoured); a response body
 // over MaxResponseBytes is a permanent one; any other answer, 4xx
 // included, is the result.
 func (g *Gateway) perform(ctx context.Context, j *engine.Job[Request]) (Response, error) {
@@ -66,11 +70,18 @@ func (g *Gateway) perform(ctx context.Context, j *engine.Job[Request]) (Response
 	}
 	g.cfg.Observer.UpstreamCall(up.Name, resp.StatusCode, g.clock.Now().Sub(began))
 	defer resp.Body.Close()
+	wait, waitOK := retryAfter(resp.Header.Get("Retry-After"), g.clock.Now())
+	if overloaded(resp.StatusCode) && wait > 0 {
+		drain(resp.Body)
+		err := fmt.Errorf("%s: the upstream answered %s with Retry-After %s: its requests wait that long",
+			what, resp.Status, wait)
+		return Response{}, engine.Throttle(err, wait)
+	}
 	if resp.StatusCode >= 500 {
 		drain(resp.Body)
 		err := fmt.Errorf("%s: the upstream answered %s", what, resp.Status)
-		if d, ok := retryAfter(resp.Header.Get("Retry-After"), g.clock.Now()); ok {
-			return Response{}, engine.RetryAfter(err, d)
+		if waitOK {
+			return Response{}, engine.RetryAfter(err, wait)
 		}
 		return Response{}, err
 	}
@@ -89,6 +100,12 @@ func (g *Gateway) perform(ctx context.Context, j *engine.Job[Request]) (Response
 	}
 	res.Body = body
 	return res, nil
+}
+
+// overloaded reports whether an upstream's status says it is overloaded
+// (RFC 9110 15.6.4, RFC 6585 4): with a Retry-After, its requests wait.
+func overloaded(status int) bool {
+	return status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
 }
 
 // callError explains a failed call: a timeout, a cancel (whose cause the

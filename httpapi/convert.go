@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/flow"
 	"github.com/jobd/jobd/internal/apiconv"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
@@ -23,7 +24,20 @@ func toAPIQueue(q store.QueueInfo) api.Queue {
 	for _, st := range job.States {
 		counts[api.State(st)] = q.Counts[st]
 	}
-	return api.Queue{Name: q.Name, Paused: q.Paused, Counts: counts}
+	out := api.Queue{Name: q.Name, Paused: q.Paused, Counts: counts, QueueLimits: toAPILimits(q.Limits),
+		ThrottledUntil: utc(q.ThrottledUntil), ThrottledPartitions: make([]api.PartitionThrottle, 0, len(q.Throttled))}
+	for _, p := range q.Throttled {
+		out.ThrottledPartitions = append(out.ThrottledPartitions, api.PartitionThrottle{PartitionKey: p.PartitionKey, Until: p.Until.UTC()})
+	}
+	return out
+}
+
+func toAPILimits(l flow.Limits) api.QueueLimits {
+	out := api.QueueLimits{GlobalLimit: l.GlobalLimit, PartitionLimit: l.PartitionLimit, ThrottleBy: l.ThrottleBy}
+	if r := l.Rate; r != nil {
+		out.Rate = &api.QueueRate{Limit: r.Limit, Period: api.Duration(r.Period), By: r.By, Burst: r.Burst}
+	}
+	return out
 }
 
 func toAPIKey(k store.APIKey) api.Key {

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/internal/problem"
@@ -121,6 +123,9 @@ func decodeProblem(err error) *problem.Error {
 	case errors.As(err, &typ):
 		if typ.Field == "" {
 			return badRequest("", "the body must be a JSON object, not %s", typ.Value)
+		}
+		if typ.Type == reflect.TypeFor[time.Duration]() {
+			return badRequest(typ.Field, "%s must be a Go duration such as \"90s\", got %s", typ.Field, typ.Value)
 		}
 		return badRequest(typ.Field, "%s has the wrong type: got %s, want %s", typ.Field, typ.Value, typ.Type)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):

@@ -77,6 +77,12 @@ type Config struct {
 	// DefaultTimeout), as the engine's pools apply theirs. jobd serve
 	// passes the engine's QueueTimeout; nil means none.
 	QueueTimeout func(queue string) time.Duration
+	// ClaimPace is how soon a long-polling claim of queue that found
+	// nothing claims again when the queue is limited or throttled (flow
+	// control): another node's job ending, or the rate's next start,
+	// wakes no one. 0 for a queue whose wake-ups suffice. jobd serve
+	// passes the engine's ClaimPace; nil paces no claim.
+	ClaimPace func(queue string) time.Duration
 	// Async serves the async gateway's result routes (/api/v1/async/...)
 	// once this API has checked their scope; it sees the request as it
 	// came. Nil answers them 404.
@@ -245,6 +251,7 @@ func (s *server) routes() []route {
 		{"GET", "/api/v1/queues", scopeRead, s.queues},
 		{"POST", "/api/v1/queues/{name}/pause", scopeAdmin, s.pauseQueue},
 		{"POST", "/api/v1/queues/{name}/resume", scopeAdmin, s.resumeQueue},
+		{"PUT", "/api/v1/queues/{name}", scopeAdmin, s.putQueue},
 
 		{"GET", "/api/v1/schedules", scopeRead, s.listSchedules},
 		{"GET", "/api/v1/schedules/{name}", scopeRead, s.getSchedule},

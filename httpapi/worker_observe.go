@@ -95,6 +95,7 @@ func (s *server) finished(ctx context.Context, out store.Outcome, res store.Fini
 		s.log.DebugContext(ctx, "api: a remote worker's outcome", "job_id", out.ID, "outcome", o.String(),
 			"state", res.State, "request_id", RequestID(ctx))
 	}
+	throttled := out.Throttle > 0 && !res.Lost && res.State == job.StateQueued
 	n, ok := s.claims.take(out.Lease)
 	if !ok {
 		if res.Lost {
@@ -105,9 +106,15 @@ func (s *server) finished(ctx context.Context, out store.Outcome, res store.Fini
 			return
 		}
 		s.obs.Jobs.Kind(j.Queue, j.Kind).Finished(o, -1)
+		if throttled {
+			s.obs.Jobs.Throttled(j.Queue)
+		}
 		return
 	}
 	n.rec.Finished(o, now.Sub(n.at))
+	if throttled {
+		s.obs.Jobs.Throttled(n.job.Queue)
+	}
 	_, span := s.obs.Tracer.StartJob(ctx, n.job, n.at)
 	span.End(o, out.Error, now)
 }

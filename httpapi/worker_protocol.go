@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -65,8 +67,9 @@ func (s *server) workerHeartbeat(w http.ResponseWriter, r *http.Request) error {
 
 // workerClaim: POST /api/v1/worker/claim {queues, max, wait} → {jobs}.
 // With a wait and no job ready, it long-polls: it claims again each time
-// the store says one of the queues may have jobs, and once more when the
-// wait ends.
+// the store says one of the queues may have jobs, after the pacing delay
+// of a limited or throttled queue (Config.ClaimPace), and once more when
+// the wait ends.
 func (s *server) workerClaim(w http.ResponseWriter, r *http.Request) error {
 	if err := checkQuery(r); err != nil {
 		return err
@@ -112,6 +115,12 @@ func (s *server) workerClaim(w http.ResponseWriter, r *http.Request) error {
 		defer t.Stop()
 		deadline = t.C()
 	}
+	var pace clock.Timer
+	defer func() {
+		if pace != nil {
+			pace.Stop()
+		}
+	}()
 	for {
 		jobs, err := s.claimFor(ctx, wk, req)
 		s.claimed(r, jobs)
@@ -121,14 +130,47 @@ func (s *server) workerClaim(w http.ResponseWriter, r *http.Request) error {
 		if len(jobs) > 0 || deadline == nil {
 			return writeJSON(w, http.StatusOK, claimResponse(jobs))
 		}
+		var paced <-chan time.Time
+		// Without a pacing delay, a safety net: a claim again each
+		// second, as a node polls its idle queues, for what no wake-up
+		// announces (a claim that a node's stale view of newly limited
+		// queues refused; see store.QueueStore.QueueSetLimits).
+		if d := cmp.Or(s.claimPace(req.Queues), longPollRecheck); d > 0 {
+			if pace == nil {
+				pace = s.clock.NewTimer(d)
+			} else {
+				pace.Reset(d)
+			}
+			paced = pace.C()
+		}
 		select {
 		case <-wake:
+		case <-paced:
 		case <-deadline:
 			deadline = nil // one last claim, then answer
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
+}
+
+// longPollRecheck is the safety net of a long-polling claim of queues
+// none of which is paced.
+const longPollRecheck = time.Second
+
+// claimPace is the soonest pacing delay of queues (Config.ClaimPace): 0
+// when none of them is limited or throttled.
+func (s *server) claimPace(queues []string) time.Duration {
+	if s.cfg.ClaimPace == nil {
+		return 0
+	}
+	var d time.Duration
+	for _, q := range queues {
+		if p := s.cfg.ClaimPace(q); p > 0 && (d == 0 || p < d) {
+			d = p
+		}
+	}
+	return d
 }
 
 // claimFor claims up to req.Max jobs over req.Queues, in order. The
@@ -240,8 +282,10 @@ func (s *server) workerComplete(w http.ResponseWriter, r *http.Request) error {
 }
 
 // workerFail: POST /api/v1/worker/jobs/{id}/fail {lease_token, error,
-// retryable, retry_after} → {state}. A retryable failure waits
-// retry_after, or else the backoff of the job's queue, as in the engine.
+// retryable, retry_after, throttle} → {state}. A retryable failure waits
+// retry_after, or else the backoff of the job's queue, as in the engine;
+// a throttle requeues the job after it, its attempt not counted, and
+// stops its queue or partition for as long (store.Outcome.Throttle).
 func (s *server) workerFail(w http.ResponseWriter, r *http.Request) error {
 	id, err := workerJobID(r)
 	if err != nil {
@@ -255,9 +299,18 @@ func (s *server) workerFail(w http.ResponseWriter, r *http.Request) error {
 		Lease: workerLease(r, id, req.LeaseToken), Status: store.OutcomeFailed,
 		Error: job.CutText(req.Error, maxWorkerError), Retryable: req.Retryable,
 	}
+	if req.Throttle != nil {
+		d := time.Duration(*req.Throttle)
+		if d <= 0 || d > job.MaxThrottle {
+			return job.Invalid("throttle", "must be above 0s and at most %s, got %s", job.MaxThrottle, d)
+		}
+		out.Throttle = d
+	}
 	switch {
 	case req.RetryAfter != nil && *req.RetryAfter < 0:
 		return job.Invalid("retry_after", "must not be negative, got %s", time.Duration(*req.RetryAfter))
+	case out.Throttle > 0:
+		// The throttle decides when the job runs again (job.Finish).
 	case req.RetryAfter != nil:
 		out.RetryDelay = time.Duration(*req.RetryAfter)
 	case req.Retryable:

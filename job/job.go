@@ -153,6 +153,7 @@ const (
 	EventManualRetry     EventKind = "manual-retry"
 	EventRerunRequested  EventKind = "rerun-requested" // an operator re-ran a finished job
 	EventTimedOut        EventKind = "timed-out"       // the attempt passed its deadline
+	EventThrottled       EventKind = "throttled"       // its handler said the downstream is overloaded
 )
 
 // Event is one entry of a job's journal.

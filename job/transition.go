@@ -72,7 +72,16 @@ type Outcome struct {
 	// after RetryDelay (a negative delay is none).
 	Retryable  bool
 	RetryDelay time.Duration
+	// Throttle, on a failure, says the downstream the job calls is
+	// overloaded: the job is queued again after Throttle without counting
+	// the attempt (whatever Retryable says and attempts are left), and
+	// no job of its queue, or of its partition (flow.Limits.ThrottleBy),
+	// starts on any node before then. Zero for none; at most MaxThrottle.
+	Throttle time.Duration
 }
+
+// MaxThrottle bounds Outcome.Throttle.
+const MaxThrottle = 24 * time.Hour
 
 // Check refuses an outcome no store can apply: an unknown status, a
 // result that is not JSON every store keeps (CheckJSON), an error text
@@ -84,6 +93,12 @@ func (o Outcome) Check() error {
 	}
 	if err := CheckText("error", o.Error); err != nil {
 		return err
+	}
+	if o.Throttle < 0 || o.Throttle > MaxThrottle {
+		return Invalid("throttle", "must be between 0 and %s, got %s", MaxThrottle, o.Throttle)
+	}
+	if o.Throttle > 0 && o.Status != OutcomeFailed {
+		return Invalid("throttle", "only a failure can throttle, not a %s outcome", o.Status)
 	}
 	return CheckJSON("result", o.Result)
 }
@@ -190,6 +205,7 @@ type RerunChange struct {
 // says f (running, the lease held: the store's fence). o must pass Check.
 //
 //	succeeded                        -> succeeded ("succeeded")
+//	failed with a throttle           -> queued at now + throttle, attempt given back ("throttled")
 //	failed, retryable, attempts left -> queued at now + delay ("retried")
 //	failed otherwise                 -> failed ("failed")
 //	canceled                         -> canceled ("canceled")
@@ -212,7 +228,10 @@ func Finish(f Facts, o Outcome, now time.Time) (Transition, error) {
 	case OutcomeFailed:
 		t.Event.Detail = o.Error
 		t.LastError = &o.Error
-		if o.Retryable && f.AttemptsLeft() {
+		if o.Throttle > 0 {
+			t.requeue(now.Add(o.Throttle), EventThrottled)
+			t.Attempt = f.Attempt - 1 // the downstream refused it: not an attempt
+		} else if o.Retryable && f.AttemptsLeft() {
 			t.requeue(now.Add(max(o.RetryDelay, 0)), EventRetried)
 		} else {
 			t.end(StateFailed, now)

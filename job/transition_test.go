@@ -96,6 +96,7 @@ func TestFinish(t *testing.T) {
 		"failed, delay < 0":   {Status: OutcomeFailed, Error: "boom", Retryable: true, RetryDelay: -time.Hour},
 		"failed, no message":  {Status: OutcomeFailed, Retryable: false},
 		"canceled, no reason": {Status: OutcomeCanceled},
+		"throttled":           {Status: OutcomeFailed, Error: "429", Retryable: false, Throttle: delay},
 	}
 	boom, empty := str("boom"), str("")
 	cases := []struct {
@@ -131,6 +132,13 @@ func TestFinish(t *testing.T) {
 		{"released", false, false, want{StateQueued, EventRequeued, 2, atNow, 3, "", nil, false}},
 		{"released", true, true, want{StateCanceled, EventCanceled, 2, keep, 2, "", nil, false}},
 		{"released", true, false, want{StateCanceled, EventCanceled, 3, keep, 3, "", nil, false}},
+
+		// A throttle gives the attempt back, even the last one, whether the
+		// failure was retryable or not: the downstream refused the work.
+		{"throttled", false, true, want{StateQueued, EventThrottled, 1, afterDly, 2, "429", str("429"), false}},
+		{"throttled", false, false, want{StateQueued, EventThrottled, 2, afterDly, 3, "429", str("429"), false}},
+		{"throttled", true, true, want{StateCanceled, EventCanceled, 2, keep, 2, "429", str("429"), false}},
+		{"throttled", true, false, want{StateCanceled, EventCanceled, 3, keep, 3, "429", str("429"), false}},
 
 		{"failed, delay < 0", false, true, want{StateQueued, EventRetried, 2, atNow, 2, "boom", boom, false}},
 		{"failed, no message", false, true, want{StateFailed, EventFailed, 2, keep, 2, "", empty, false}},

@@ -100,6 +100,12 @@ type Jobs interface {
 	// TimedOut records jobs whose attempts passed their deadline that
 	// this node's reaper ended (job.TimeOut).
 	TimedOut(jobs int)
+	// Throttled records an outcome this node wrote that throttled queue:
+	// the job's handler (or remote worker) reported the downstream
+	// overloaded, and the job went back to its queue without counting
+	// the attempt (job.Outcome.Throttle). The execution is also recorded
+	// as Retried.
+	Throttled(queue string)
 }
 
 // KindRecorder records the executions of the jobs of one queue and kind.
@@ -267,6 +273,9 @@ func (Nop) Rescued(int) {}
 
 // TimedOut does nothing.
 func (Nop) TimedOut(int) {}
+
+// Throttled does nothing.
+func (Nop) Throttled(string) {}
 
 // Abandoned does nothing.
 func (Nop) Abandoned() {}

@@ -145,3 +145,26 @@ func resultOf(t job.Transition) FinishResult {
 	}
 	return r
 }
+
+// Throttle is the throttle a decided transition sets (job.Outcome.Throttle):
+// no job of the queue of job ID, or of its partition when the queue's
+// flow.Limits.ThrottleBy says so, starts before Until. A driver applies
+// it in the transaction that applies the transition.
+type Throttle struct {
+	ID    uuid.UUID
+	Queue string
+	Until time.Time
+}
+
+// ThrottlesOf returns the throttles decided transitions set: one per job
+// that goes back to its queue throttled (job.EventThrottled), until its
+// new run_at. A canceled job sets none (a cancel request wins).
+func ThrottlesOf(decided []Decided) []Throttle {
+	var out []Throttle
+	for _, d := range decided {
+		if d.State == job.StateQueued && d.Event.Kind == job.EventThrottled {
+			out = append(out, Throttle{ID: d.ID, Queue: d.Queue, Until: d.RunAt})
+		}
+	}
+	return out
+}

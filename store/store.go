@@ -33,6 +33,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/jobd/jobd/flow"
 	"github.com/jobd/jobd/job"
 )
 
@@ -130,6 +131,20 @@ type JobStore interface {
 	// lock_key; of several available jobs sharing a lock_key at most one is
 	// claimed. Concurrent claimers, on any node, never receive the same job
 	// and never run two jobs of one lock_key at once.
+	//
+	// Flow control (QueueSetLimits): nothing is claimed from a queue whose
+	// throttle has not passed (QueueSettings.ThrottledUntil), nor from a
+	// partition whose own has not (with a ThrottleBy of partition_key). A
+	// limited queue's claim hands out at most its GlobalLimit less its
+	// running jobs (on every node and remote worker), at most each
+	// partition's PartitionLimit less the partition's running jobs (the
+	// jobs without a partition_key are the partition ""), and no more than
+	// its Rate allows (flow.Allowance, the theoretical arrival time kept
+	// to the microsecond, rounded up), the rate's state advancing by what
+	// it claims. Concurrent claims of a queue, on any node, never hand out
+	// more than that between them; a partition that can start nothing does
+	// not hide the others' jobs behind its own. A claim may still come
+	// back short of what the limits allow.
 	JobClaim(ctx context.Context, params ClaimParams) ([]*job.Job, error)
 	// JobHeartbeat extends the leases still held (state running, token
 	// current, and owned by the lease's Owner, or by owner for a lease
@@ -153,9 +168,14 @@ type JobStore interface {
 	// A cancel request wins: a job whose cancel was requested and whose
 	// holder reports a failure (retryable or not) or a release ends
 	// canceled (journal "canceled"), never queued again; a success still
-	// succeeds. A job it makes final that has a callback URL records a
-	// WebhookCallback event in the outbox, and one it fails for good a
-	// WebhookJobFailed event (see WebhookStore), in the same transaction.
+	// succeeds. A throttled failure (Outcome.Throttle) requeues its job
+	// as job.Finish decides and, in the same transaction, throttles the
+	// job's queue, or its partition when the queue's ThrottleBy is
+	// partition_key, until the job's new run_at (a throttle already set
+	// that ends later stays). A job it makes final that has a callback
+	// URL records a WebhookCallback event in the outbox, and one it fails
+	// for good a WebhookJobFailed event (see WebhookStore), in the same
+	// transaction.
 	JobFinish(ctx context.Context, outcomes []Outcome) ([]FinishResult, error)
 
 	// JobCancel cancels a queued job at once (state canceled, journal
@@ -207,7 +227,8 @@ type JobStore interface {
 	// JobPrune deletes finished jobs (succeeded, failed, canceled) whose
 	// finished_at is before before, and their events. At most limit jobs
 	// per call; and up to limit outbox events older than before (see
-	// WebhookStore), which nobody dispatched.
+	// WebhookStore), which nobody dispatched; and up to limit of the
+	// partitions' flow state whose rate state and throttle have passed.
 	JobPrune(ctx context.Context, before time.Time, limit int) (int, error)
 	// JobPruneQueue is JobPrune for the jobs of one queue: it deletes
 	// finished jobs of queue whose finished_at is before before, and their
@@ -229,6 +250,20 @@ type QueueStore interface {
 	// QueueSetPaused pauses or resumes a queue; a paused queue is not
 	// claimed from on any node. An unknown queue is created.
 	QueueSetPaused(ctx context.Context, queue string, paused bool) error
+	// QueueSettings returns the stored settings of every queue that has
+	// any (paused, limits, a throttle), by name, without counting jobs:
+	// cheap enough for every node to read each second.
+	QueueSettings(ctx context.Context) ([]QueueSettings, error)
+	// QueueSetLimits replaces a queue's flow control (creating its
+	// settings) and wakes its workers. Every claim after the commit, on
+	// every node, applies the new limits: a claim that still takes the
+	// unlimited path for a queue that has become limited claims nothing
+	// from it. limits must pass Check (a *job.ValidationError otherwise,
+	// and nothing changes). The state the new limits give no meaning to
+	// goes: the rate state of a rate that is no longer of the whole queue,
+	// or by partition_key; the partitions' throttles without a ThrottleBy
+	// of partition_key. The whole queue's throttle stays until it passes.
+	QueueSetLimits(ctx context.Context, queue string, limits flow.Limits) error
 	// QueuePurge deletes every job of queue that is not running (queued
 	// and finished ones) with its journal, and returns how many jobs it
 	// deleted. Running jobs are left alone: their holders still hold
@@ -475,11 +510,17 @@ type Outcome struct {
 	Error      string
 	Retryable  bool
 	RetryDelay time.Duration
+	// Throttle, on a failure: see job.Outcome.Throttle. JobFinish applies
+	// the throttle to the job's queue, or to its partition when the
+	// queue's flow.Limits.ThrottleBy says so, in the transaction that
+	// requeues the job.
+	Throttle time.Duration
 }
 
 // Report is the outcome without its lease, as job.Finish reads it.
 func (o Outcome) Report() job.Outcome {
-	return job.Outcome{Status: o.Status, Result: o.Result, Error: o.Error, Retryable: o.Retryable, RetryDelay: o.RetryDelay}
+	return job.Outcome{Status: o.Status, Result: o.Result, Error: o.Error, Retryable: o.Retryable,
+		RetryDelay: o.RetryDelay, Throttle: o.Throttle}
 }
 
 // FinishResult is one outcome's effect.
@@ -562,11 +603,33 @@ type ListResult struct {
 	ScannedTo *uuid.UUID
 }
 
-// QueueInfo describes one queue.
+// QueueInfo describes one queue: its settings and its job counts.
 type QueueInfo struct {
+	QueueSettings
+	Counts map[job.State]int64
+}
+
+// QueueSettings is what is stored of a queue besides its jobs.
+type QueueSettings struct {
 	Name   string
 	Paused bool
-	Counts map[job.State]int64
+	// Limits is the queue's flow control.
+	Limits flow.Limits
+	// ThrottledUntil is when the throttle of the whole queue ends; nil for
+	// none (or one that has passed).
+	ThrottledUntil *time.Time
+	// Throttled lists the partitions under a throttle of their own that has
+	// not passed, the soonest to end first, at most MaxThrottledListed.
+	Throttled []PartitionThrottle
+}
+
+// MaxThrottledListed bounds QueueSettings.Throttled.
+const MaxThrottledListed = 100
+
+// PartitionThrottle is the throttle of one partition_key of a queue.
+type PartitionThrottle struct {
+	PartitionKey string
+	Until        time.Time
 }
 
 // APIKey is a stored API key. The secret itself is never stored: Hash is

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jobd/jobd/flow"
 	"github.com/jobd/jobd/process"
+	"github.com/jobd/jobd/store"
 )
 
 // funcs are the templates' helpers.
@@ -263,4 +265,47 @@ func sortNatural(names []string) {
 		}
 		return strings.Compare(sa, sb)
 	})
+}
+
+// limitsText shows a queue's flow control in a cell: "" for none, or
+// "global 5 · per partition 2 · 100 per 1m by partition".
+func limitsText(l flow.Limits) string {
+	var parts []string
+	if l.GlobalLimit > 0 {
+		parts = append(parts, fmt.Sprintf("global %d", l.GlobalLimit))
+	}
+	if l.PartitionLimit > 0 {
+		parts = append(parts, fmt.Sprintf("per partition %d", l.PartitionLimit))
+	}
+	if r := l.Rate; r != nil {
+		rate := fmt.Sprintf("%d per %s", r.Limit, humanDuration(r.Period))
+		if r.Burst > 1 {
+			rate += fmt.Sprintf(" (burst %d)", r.Burst)
+		}
+		if r.By == flow.ByPartitionKey {
+			rate += " by partition"
+		}
+		parts = append(parts, rate)
+	}
+	if l.ThrottleBy == flow.ByPartitionKey {
+		parts = append(parts, "throttles by partition")
+	}
+	return strings.Join(parts, " · ")
+}
+
+// throttleText shows a queue's throttles at now in a cell: "" for none,
+// "for 42 s", "3 partitions", or both.
+func throttleText(q store.QueueSettings, now time.Time) string {
+	var parts []string
+	if q.ThrottledUntil != nil && q.ThrottledUntil.After(now) {
+		parts = append(parts, "for "+humanDuration(q.ThrottledUntil.Sub(now)))
+	}
+	switch n := len(q.Throttled); n {
+	case 0:
+	case 1:
+		parts = append(parts, "1 partition")
+	default:
+		parts = append(parts, fmt.Sprintf("%d partitions", n))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -27,6 +27,10 @@ type queueRow struct {
 	LockBlocked int64 `json:"lock_blocked"`
 	// OldestAge is how long the oldest due job has waited ("" for none).
 	OldestAge string `json:"oldest_age"`
+	// Limits is the queue's flow control, Throttled its throttles ("" for
+	// none), from the queues' settings.
+	Limits    string `json:"limits"`
+	Throttled string `json:"throttled"`
 	// From the throughput query: the jobs finished in the window.
 	Succeeded int64 `json:"succeeded"`
 	Failed    int64 `json:"failed"`
@@ -81,6 +85,15 @@ func (s *server) read(ctx context.Context, withChart bool) (*overviewData, error
 			r.OldestAge = humanDuration(max(h.At.Sub(*q.OldestAvailable), 0))
 		}
 	}
+	settings, err := s.settings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range settings {
+		if r, ok := rows[q.Name]; ok {
+			r.Limits, r.Throttled = limitsText(q.Limits), throttleText(q, h.At)
+		}
+	}
 	perQueue := map[string][]store.Throughput{}
 	for _, t := range finished {
 		r := row(t.Queue)
@@ -125,6 +138,17 @@ func (s *server) health(ctx context.Context) (*store.Health, error) {
 		}
 	}
 	return s.store.QueueHealth(ctx, store.HealthParams{})
+}
+
+// settings are the queues' settings of the node's snapshot, or a read
+// of the store when there is none yet.
+func (s *server) settings(ctx context.Context) ([]store.QueueSettings, error) {
+	if s.cfg.Settings != nil {
+		if st, ok := s.cfg.Settings(); ok {
+			return st, nil
+		}
+	}
+	return s.store.QueueSettings(ctx)
 }
 
 // overview: GET /ui/.

@@ -65,6 +65,10 @@ type Config struct {
 	// metrics (telemetry.Health.Snapshot); nil, or a snapshot not taken
 	// yet, reads the store's QueueHealth instead.
 	Health func() (*store.Health, time.Time)
+	// Settings returns the queues' settings (flow control, throttles) of
+	// that snapshot (telemetry.Health.Settings), false when it has none
+	// yet; nil, or false, reads the store's QueueSettings instead.
+	Settings func() ([]store.QueueSettings, bool)
 	// Leading reports whether this node leads maintenance; nil: unknown.
 	Leading func() bool
 	// Processes runs the durable processes; nil when there are none.

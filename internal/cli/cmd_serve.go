@@ -80,7 +80,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	d := engine.Config{}.WithDefaults()
 	fs.StringVar(&f.database, "database", defaultDatabase, "postgres://… or sqlite:PATH")
 	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "HTTP listen address")
-	fs.StringVar(&f.workers, "workers", `[{"queue":"default","concurrency":4}]`, "worker pools as JSON: [{\"queue\":Q,\"concurrency\":N,\"backoff\":{…}}]")
+	fs.StringVar(&f.workers, "workers", `[{"queue":"default","concurrency":4}]`, "worker pools as JSON: [{\"queue\":Q,\"concurrency\":N,\"backoff\":{…},\"global_limit\":N,\"partition_limit\":N,\"rate\":{\"limit\":N,\"period\":\"1m\"},\"throttle_by\":\"partition_key\"}]; a queue's limits, when set, replace its stored ones at start")
 	fs.StringVar(&f.node, "node", "", "this node's name in leases (default host-pid-random)")
 	fs.StringVar(&f.adminSecret, "admin-secret", "", "turns authentication on; the bearer secret with every scope")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate (chain) file, reloaded when it changes; needs --tls-key")
@@ -254,7 +254,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		Store: st, Logger: logger, Version: buildinfo.Version(), AdminSecret: f.adminSecret,
 		MaxBodyBytes: int64(f.maxBody), MaxArgsBytes: f.maxArgs,
 		Wakeups: eng.Subscribe, PreferWindow: f.preferWindow, RetryDelay: eng.RetryDelay, QueueTimeout: eng.QueueTimeout,
-		Metrics: metrics.Handler(), MetricsPublic: f.metricsPublic, Schedules: scheduler,
+		ClaimPace: eng.ClaimPace, Metrics: metrics.Handler(), MetricsPublic: f.metricsPublic, Schedules: scheduler,
 		Observer: httpapi.Observer{Jobs: metrics, HTTP: metrics, Process: metrics, Tracer: tracer},
 		Webhooks: hooks,
 	}
@@ -272,6 +272,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		gw, err = f.gateway(st, eng, upstreams, logger, metrics, tracer)
 		if err != nil {
 			return usageError("%v", err)
+		}
+		if err := gw.ThrottleByUpstream(ctx); err != nil {
+			return err
 		}
 		apiCfg.Async = gw.Results()
 	}

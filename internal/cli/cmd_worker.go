@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/client"
 )
 
@@ -34,6 +35,16 @@ const (
 	stderrTail     = 20      // lines of stderr kept for a failure's error
 )
 
+// How a command says the downstream its job calls is overloaded: it
+// fails with exitTempFail (EX_TEMPFAIL of sysexits.h), which throttles
+// for --throttle, or fails after a stderr line "jobd-throttle: 30s",
+// which throttles for that long (the last such line wins).
+const (
+	exitTempFail    = 75
+	throttlePrefix  = "jobd-throttle:"
+	defaultThrottle = 30 * time.Second
+)
+
 type workerFlags struct {
 	clientFlags
 	queues          listFlag
@@ -42,6 +53,7 @@ type workerFlags struct {
 	claimWait       time.Duration
 	heartbeat       time.Duration
 	shutdownTimeout time.Duration
+	throttle        time.Duration
 	logLevel        string
 }
 
@@ -55,6 +67,7 @@ func runWorker(ctx context.Context, env *Env, args []string) error {
 	fs.DurationVar(&f.claimWait, "claim-wait", 30*time.Second, "long-poll of one claim")
 	fs.DurationVar(&f.heartbeat, "heartbeat-interval", 10*time.Second, "heartbeat and lease renewal period")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long running commands may finish before they are killed and their jobs released (queued again, the attempt not counted)")
+	fs.DurationVar(&f.throttle, "throttle", defaultThrottle, "how long a command's exit code 75 (EX_TEMPFAIL) throttles its job's queue or partition when it printed no \"jobd-throttle: DURATION\" line (0: exit code 75 is an ordinary failure)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	if err := parseFlags(fs, env, args); err != nil {
 		return err
@@ -79,6 +92,8 @@ func runWorker(ctx context.Context, env *Env, args []string) error {
 		return usageError("--key (or JOBD_KEY) is required: a worker's API key")
 	case f.concurrency < 1:
 		return usageError("--concurrency must be at least 1")
+	case f.throttle < 0 || f.throttle > api.MaxThrottle:
+		return usageError("--throttle must be between 0 and %s", api.MaxThrottle)
 	}
 	c, err := f.client()
 	if err != nil {
@@ -92,17 +107,27 @@ func runWorker(ctx context.Context, env *Env, args []string) error {
 		HeartbeatInterval: f.heartbeat, ShutdownTimeout: f.shutdownTimeout, Logger: logger,
 	})
 	w.HandleAny(func(ctx context.Context, t *client.Task[json.RawMessage]) (json.RawMessage, error) {
-		return execJob(ctx, f.exec, t)
+		return execJob(ctx, execConfig{command: f.exec, throttle: f.throttle}, t)
 	})
 	logger.Info("jobd worker started", "server", f.server, "queues", strings.Join(queues, ","), "concurrency", f.concurrency)
 	return w.Run(ctx)
 }
 
-// execJob runs cmd for one job: args on stdin, JOBD_* in the environment,
-// progress and checkpoints read from stderr, the result from stdout. The
-// command runs in a process group of its own, killed whole when ctx ends
-// (cancel, lost lease, shutdown).
-func execJob(ctx context.Context, command string, t *client.Task[json.RawMessage]) (json.RawMessage, error) {
+// execConfig is how jobd worker runs each job's command.
+type execConfig struct {
+	// command is run by /bin/sh -c.
+	command string
+	// throttle is how long exit code exitTempFail throttles without a
+	// throttle line; 0 makes that code an ordinary failure.
+	throttle time.Duration
+}
+
+// execJob runs the command for one job: args on stdin, JOBD_* in the
+// environment, progress, checkpoints and a throttle read from stderr,
+// the result from stdout. The command runs in a process group of its
+// own, killed whole when ctx ends (cancel, lost lease, shutdown).
+func execJob(ctx context.Context, cfg execConfig, t *client.Task[json.RawMessage]) (json.RawMessage, error) {
+	command := cfg.command
 	cpFile, err := jsonFile("checkpoint", t.Job.Checkpoint)
 	if err != nil {
 		return nil, err
@@ -145,17 +170,25 @@ func execJob(ctx context.Context, command string, t *client.Task[json.RawMessage
 	// Every stderr line is acted on before Wait, which closes the pipe.
 	// A process left behind holding stderr open is killed with the group
 	// when ctx ends.
-	lines := <-readStderr(ctx, stderr, t)
+	report := <-readStderr(ctx, stderr, t)
 	err = cmd.Wait()
 	if cause := context.Cause(ctx); cause != nil {
 		return nil, fmt.Errorf("command killed: %w", cause)
 	}
 	if err != nil {
 		msg := err.Error()
-		if len(lines) > 0 {
-			msg += ": " + strings.Join(lines, "\n")
+		if len(report.lines) > 0 {
+			msg += ": " + strings.Join(report.lines, "\n")
 		}
-		return nil, errors.New(msg)
+		failure := errors.New(msg)
+		var exit *exec.ExitError
+		switch {
+		case report.throttle > 0:
+			return nil, client.Throttle(failure, report.throttle)
+		case cfg.throttle > 0 && errors.As(err, &exit) && exit.ExitCode() == exitTempFail:
+			return nil, client.Throttle(failure, cfg.throttle)
+		}
+		return nil, failure
 	}
 	if stdout.over {
 		return nil, client.Permanent(fmt.Errorf("stdout is over %d bytes", maxResultBytes))
@@ -199,27 +232,54 @@ func timeText(t *time.Time) string {
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
+// stderrReport is what a command's stderr said besides its progress and
+// checkpoints: its last other lines, and the delay of its last throttle
+// line (0 for none).
+type stderrReport struct {
+	lines    []string
+	throttle time.Duration
+}
+
 // readStderr reads the command's stderr until it closes, acting on its
-// progress and checkpoint lines, and sends the last lines when done.
-func readStderr(ctx context.Context, r io.Reader, t *client.Task[json.RawMessage]) <-chan []string {
-	done := make(chan []string, 1)
+// progress and checkpoint lines, and sends its report when done.
+func readStderr(ctx context.Context, r io.Reader, t *client.Task[json.RawMessage]) <-chan stderrReport {
+	done := make(chan stderrReport, 1)
 	go func() {
-		var lines []string
+		var rep stderrReport
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			line := sc.Text()
+			if d, ok := throttleLine(line); ok {
+				rep.throttle = d
+				continue
+			}
 			if !reportLine(ctx, line, t) {
-				lines = append(lines, line)
-				if len(lines) > stderrTail {
-					lines = lines[1:]
+				rep.lines = append(rep.lines, line)
+				if len(rep.lines) > stderrTail {
+					rep.lines = rep.lines[1:]
 				}
 			}
 		}
 		_, _ = io.Copy(io.Discard, r) // a line over 1 MiB: drain the rest
-		done <- lines
+		done <- rep
 	}()
 	return done
+}
+
+// throttleLine reads a "jobd-throttle: 30s" line: a Go duration above
+// zero, capped at api.MaxThrottle. Any other line, a bad duration
+// included, is not one.
+func throttleLine(line string) (time.Duration, bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(line), throttlePrefix)
+	if !ok {
+		return 0, false
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(rest))
+	if err != nil || d <= 0 {
+		return 0, false
+	}
+	return min(d, api.MaxThrottle), true
 }
 
 // reportLine acts on a "progress D/T [phase]" or "checkpoint <json>" line

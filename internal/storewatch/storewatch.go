@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/jobd/jobd/flow"
 	"github.com/jobd/jobd/internal/testsignal"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
@@ -164,6 +165,12 @@ func (s *Store) JobTake(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 func (s *Store) QueueSetPaused(ctx context.Context, queue string, paused bool) error {
 	defer s.Wrote()
 	return s.Store.QueueSetPaused(ctx, queue, paused)
+}
+
+// QueueSetLimits calls the store's, then Wrote.
+func (s *Store) QueueSetLimits(ctx context.Context, queue string, limits flow.Limits) error {
+	defer s.Wrote()
+	return s.Store.QueueSetLimits(ctx, queue, limits)
 }
 
 // QueuePurge calls the store's, then Wrote.

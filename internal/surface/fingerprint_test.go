@@ -16,7 +16,7 @@ import (
 )
 
 // fingerprint is a cheap summary of what requests can change in the
-// database (five store reads), taken before a write and compared after
+// database (five store reads: the queues' limits come with their list), taken before a write and compared after
 // it when it was refused. It leaves out what the node's own background
 // work changes while the test runs: the states of the jobs of the queues
 // its engine works (their number per queue stays), worker statuses and
@@ -24,6 +24,7 @@ import (
 type fingerprint struct {
 	jobs      []string // "queue state count", or "queue * count" for a worked queue
 	paused    []string
+	limits    []string // "queue limits" of the limited queues
 	keys      []string
 	workers   []string
 	processes string // "" while a process task is pending
@@ -47,6 +48,9 @@ func (n *node) fingerprint(l *lease) (fingerprint, error) {
 		if q.Paused {
 			f.paused = append(f.paused, q.Name)
 		}
+		if q.Limits.Limited() {
+			f.limits = append(f.limits, fmt.Sprintf("%q %s", q.Name, q.Limits))
+		}
 		worked := slices.Contains(workedQueues, q.Name)
 		var all int64
 		for st, c := range q.Counts {
@@ -64,6 +68,7 @@ func (n *node) fingerprint(l *lease) (fingerprint, error) {
 	}
 	slices.Sort(f.jobs)
 	slices.Sort(f.paused)
+	slices.Sort(f.limits)
 	keys, err := n.st.KeyList(ctx)
 	if err != nil {
 		return f, err
@@ -115,6 +120,7 @@ func (a fingerprint) diff(b fingerprint) string {
 	}
 	cmp("jobs", a.jobs, b.jobs)
 	cmp("paused queues", a.paused, b.paused)
+	cmp("queue limits", a.limits, b.limits)
 	cmp("keys", a.keys, b.keys)
 	cmp("workers", a.workers, b.workers)
 	if a.processes != "" && b.processes != "" && a.processes != b.processes {

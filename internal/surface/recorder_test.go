@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/jobd/jobd/flow"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -212,6 +213,16 @@ func (r recorder) QueueThroughput(ctx context.Context, since time.Time) ([]store
 func (r recorder) QueueSetPaused(ctx context.Context, queue string, paused bool) error {
 	note(ctx, "QueueSetPaused")
 	return r.st.QueueSetPaused(ctx, queue, paused)
+}
+
+func (r recorder) QueueSettings(ctx context.Context) ([]store.QueueSettings, error) {
+	note(ctx, "QueueSettings")
+	return r.st.QueueSettings(ctx)
+}
+
+func (r recorder) QueueSetLimits(ctx context.Context, queue string, limits flow.Limits) error {
+	note(ctx, "QueueSetLimits")
+	return r.st.QueueSetLimits(ctx, queue, limits)
 }
 
 func (r recorder) QueuePurge(ctx context.Context, queue string) (int64, error) {

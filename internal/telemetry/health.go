@@ -16,9 +16,11 @@ import (
 // refreshed.
 const DefaultHealthInterval = 5 * time.Second
 
-// HealthSource reads the cluster's queue health; a store.Store is one.
+// HealthSource reads the cluster's queue health and the queues'
+// settings (flow control, throttles); a store.Store is one.
 type HealthSource interface {
 	QueueHealth(ctx context.Context, params store.HealthParams) (*store.Health, error)
+	QueueSettings(ctx context.Context) ([]store.QueueSettings, error)
 }
 
 // HealthConfig configures a Health.
@@ -34,21 +36,24 @@ type HealthConfig struct {
 	Logger *slog.Logger
 }
 
-// Health is the queue health snapshot: one store read (QueueHealth) per
-// refresh, served to every scrape in between, so that a scrape costs no
-// query whoever scrapes and how often. Its gauges are cluster-wide: the
-// same on every node, whichever node did the work.
+// Health is the queue health snapshot: two store reads (QueueHealth and
+// the queues' settings) per refresh, served to every scrape in between,
+// so that a scrape costs no query whoever scrapes and how often. Its
+// gauges are cluster-wide: the same on every node, whichever node did
+// the work.
 type Health struct {
 	cfg     HealthConfig
 	gateway string
 
-	mu      sync.Mutex
-	snap    *store.Health
-	takenAt time.Time // by the local clock
-	took    time.Duration
+	mu       sync.Mutex
+	snap     *store.Health
+	settings []store.QueueSettings // of snap's refresh
+	takenAt  time.Time             // by the local clock
+	took     time.Duration
 	// seen holds the queues reported before, reported at zero once they
-	// have no active job left, so that their series do not vanish.
-	seen map[string]bool
+	// have no active job left, so that their series do not vanish;
+	// seenFlow likewise the queues that had flow control or a throttle.
+	seen, seenFlow map[string]bool
 
 	errors prometheus.Counter
 }
@@ -66,7 +71,7 @@ func (m *Metrics) WatchHealth(cfg HealthConfig) *Health {
 		cfg.Logger = slog.Default()
 	}
 	cfg.Params = cfg.Params.WithDefaults()
-	h := &Health{cfg: cfg, gateway: m.cfg.GatewayQueue, seen: make(map[string]bool),
+	h := &Health{cfg: cfg, gateway: m.cfg.GatewayQueue, seen: make(map[string]bool), seenFlow: make(map[string]bool),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{Name: "jobd_queue_health_refresh_errors_total",
 			Help: "Refreshes of the queue health snapshot that failed (the last snapshot is kept)."})}
 	m.reg.MustRegister(h, h.errors)
@@ -103,8 +108,13 @@ func (h *Health) Run(ctx context.Context) {
 func (h *Health) Refresh(ctx context.Context) error {
 	began := h.cfg.Clock.Now()
 	cctx, cancel := context.WithTimeout(ctx, max(h.cfg.Interval, 10*time.Second))
+	defer cancel()
 	snap, err := h.cfg.Source.QueueHealth(cctx, h.cfg.Params)
-	cancel()
+	if err != nil {
+		h.errors.Inc()
+		return err
+	}
+	settings, err := h.cfg.Source.QueueSettings(cctx)
 	if err != nil {
 		h.errors.Inc()
 		return err
@@ -112,13 +122,42 @@ func (h *Health) Refresh(ctx context.Context) error {
 	now := h.cfg.Clock.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.snap, h.takenAt, h.took = snap, now, now.Sub(began)
+	h.snap, h.settings, h.takenAt, h.took = snap, flowSettings(settings, h.cfg.Params.MaxQueues), now, now.Sub(began)
 	for _, q := range snap.Queues {
 		if len(h.seen) < h.cfg.Params.MaxQueues {
 			h.seen[q.Queue] = true
 		}
 	}
+	for _, q := range h.settings {
+		if len(h.seenFlow) < h.cfg.Params.MaxQueues {
+			h.seenFlow[q.Name] = true
+		}
+	}
 	return nil
+}
+
+// flowSettings keeps, of all, the queues that have flow control or a
+// throttle, at most limit of them.
+func flowSettings(all []store.QueueSettings, limit int) []store.QueueSettings {
+	var out []store.QueueSettings
+	for _, q := range all {
+		if len(out) == limit {
+			break
+		}
+		if q.Limits.Limited() || q.ThrottledUntil != nil || len(q.Throttled) > 0 {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// Settings returns the queues' settings of the last snapshot: those of
+// the queues that have flow control or a throttle; false before the
+// first refresh. The caller must not change them.
+func (h *Health) Settings() ([]store.QueueSettings, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.settings, h.snap != nil
 }
 
 // Snapshot returns the last snapshot and when it was taken (by the
@@ -145,6 +184,16 @@ var (
 		"Remote workers by status (active, idle, busy, offline; disabled ones as disabled), cluster-wide.", []string{"status"}, nil)
 	gatewayPending = prometheus.NewDesc("jobd_gateway_pending_requests",
 		"Async gateway requests queued or running (results pending), cluster-wide.", nil, nil)
+	queueThrottledUntil = prometheus.NewDesc("jobd_queue_throttled_until_seconds",
+		"When the throttle of each queue as a whole ends, as a Unix time; 0 when it has none.", []string{"queue"}, nil)
+	queueThrottledPartitions = prometheus.NewDesc("jobd_queue_throttled_partitions",
+		"Partitions of each queue under a throttle of their own (throttle_by partition_key), at most 100 counted.", []string{"queue"}, nil)
+	queueGlobalLimit = prometheus.NewDesc("jobd_queue_global_limit",
+		"The global_limit of each queue: its most running jobs across every node; 0 for none.", []string{"queue"}, nil)
+	queuePartitionLimit = prometheus.NewDesc("jobd_queue_partition_limit",
+		"The partition_limit of each queue: its most running jobs per partition_key; 0 for none.", []string{"queue"}, nil)
+	queueRateLimit = prometheus.NewDesc("jobd_queue_rate_limit_per_second",
+		"The rate of each queue, in job starts per second (per partition_key when its rate is by partition); 0 for none.", []string{"queue"}, nil)
 	healthAge = prometheus.NewDesc("jobd_queue_health_age_seconds",
 		"Age of the queue health snapshot the queue gauges come from.", nil, nil)
 	healthTook = prometheus.NewDesc("jobd_queue_health_refresh_duration_seconds",
@@ -154,6 +203,7 @@ var (
 // Describe sends the snapshot's descriptions.
 func (h *Health) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{queueJobs, queueScheduled, queueOldest, queueBlocked, queuePaused,
+		queueThrottledUntil, queueThrottledPartitions, queueGlobalLimit, queuePartitionLimit, queueRateLimit,
 		workersDesc, gatewayPending, healthAge, healthTook} {
 		ch <- d
 	}
@@ -204,6 +254,7 @@ func (h *Health) Collect(ch chan<- prometheus.Metric) {
 			gauge(queuePaused, 0, name)
 		}
 	}
+	h.collectFlow(gauge)
 	workers := map[string]int64{"active": 0, "idle": 0, "busy": 0, "offline": 0, "disabled": 0}
 	for _, w := range h.snap.Workers {
 		status := string(w.Status)
@@ -220,4 +271,33 @@ func (h *Health) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(healthAge, since.Seconds())
 	gauge(healthTook, h.took.Seconds())
+}
+
+// collectFlow sends the flow-control gauges of the snapshot's settings,
+// and zeros for the queues that had some before; h.mu is held.
+func (h *Health) collectFlow(gauge func(d *prometheus.Desc, v float64, labels ...string)) {
+	reported := make(map[string]bool, len(h.settings))
+	for _, q := range h.settings {
+		reported[q.Name] = true
+		until := 0.0
+		if q.ThrottledUntil != nil {
+			until = float64(q.ThrottledUntil.UnixMilli()) / 1000
+		}
+		gauge(queueThrottledUntil, until, q.Name)
+		gauge(queueThrottledPartitions, float64(len(q.Throttled)), q.Name)
+		gauge(queueGlobalLimit, float64(q.Limits.GlobalLimit), q.Name)
+		gauge(queuePartitionLimit, float64(q.Limits.PartitionLimit), q.Name)
+		rate := 0.0
+		if r := q.Limits.Rate; r != nil {
+			rate = float64(r.Limit) / r.Period.Seconds()
+		}
+		gauge(queueRateLimit, rate, q.Name)
+	}
+	for name := range h.seenFlow {
+		if !reported[name] {
+			for _, d := range []*prometheus.Desc{queueThrottledUntil, queueThrottledPartitions, queueGlobalLimit, queuePartitionLimit, queueRateLimit} {
+				gauge(d, 0, name)
+			}
+		}
+	}
 }

@@ -66,6 +66,7 @@ type Metrics struct {
 	wait, run    *prometheus.HistogramVec
 	rescued      prometheus.Counter
 	timedOut     prometheus.Counter
+	throttles    *prometheus.CounterVec
 	abandoned    *prometheus.CounterVec
 	claimSeconds *prometheus.HistogramVec
 	heartbeats   prometheus.Histogram
@@ -124,6 +125,9 @@ func NewMetrics(cfg Config) *Metrics {
 		Help: "Running jobs whose lease expired that this node's reaper took back (to queued, failed or canceled)."})
 	m.timedOut = prometheus.NewCounter(prometheus.CounterOpts{Name: "jobd_jobs_timed_out_total",
 		Help: "Running jobs whose attempt passed its deadline that this node's reaper ended (to queued, failed or canceled)."})
+	m.throttles = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "jobd_job_throttles_total",
+		Help: "Throttles reported by the jobs of each queue whose outcome this node wrote: the downstream was overloaded, the job went back to its queue, and the queue or its partition is throttled."},
+		[]string{"queue"})
 	m.abandoned = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "jobd_handlers_abandoned_total",
 		Help: "Handlers of this node's engine still running past their job's deadline and the grace, no longer counted against their pool, by queue and kind."},
 		[]string{"queue", "kind"})
@@ -141,6 +145,7 @@ func NewMetrics(cfg Config) *Metrics {
 	f(m.run)
 	f(m.rescued)
 	f(m.timedOut)
+	f(m.throttles)
 	f(m.abandoned)
 	f(m.claimSeconds)
 	f(m.heartbeats)
@@ -290,6 +295,9 @@ func (m *Metrics) Rescued(jobs int) { m.rescued.Add(float64(jobs)) }
 
 // TimedOut records jobs whose attempts the reaper ended at their deadline.
 func (m *Metrics) TimedOut(jobs int) { m.timedOut.Add(float64(jobs)) }
+
+// Throttled records an outcome that throttled queue.
+func (m *Metrics) Throttled(queue string) { m.throttles.WithLabelValues(queue).Inc() }
 
 // Request records one HTTP request.
 func (m *Metrics) Request(route, method string, status int, took time.Duration) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/flow"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -28,7 +29,7 @@ func BenchmarkClaimFinish(b *testing.B) {
 	for _, batch := range []int{100, 1000} {
 		for _, workers := range []int{2, 4} {
 			b.Run(fmt.Sprintf("batch=%d/workers=%d", batch, workers), func(b *testing.B) {
-				benchClaimFinish(b, batch, workers, 0, "")
+				benchClaimFinish(b, benchShape{batch: batch, workers: workers})
 			})
 		}
 	}
@@ -41,7 +42,7 @@ func BenchmarkClaimFinish(b *testing.B) {
 func BenchmarkClaimFinishMixed(b *testing.B) {
 	for _, batch := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("batch=%d/workers=4", batch), func(b *testing.B) {
-			benchClaimFinish(b, batch, 4, 10, "")
+			benchClaimFinish(b, benchShape{batch: batch, workers: 4, failEvery: 10})
 		})
 	}
 }
@@ -52,22 +53,53 @@ func BenchmarkClaimFinishMixed(b *testing.B) {
 func BenchmarkClaimFinishCallbacks(b *testing.B) {
 	for _, batch := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("batch=%d/workers=4", batch), func(b *testing.B) {
-			benchClaimFinish(b, batch, 4, 0, "https://caller.example/jobs/done")
+			benchClaimFinish(b, benchShape{batch: batch, workers: 4, callbackURL: "https://caller.example/jobs/done"})
 		})
 	}
 }
 
-// benchClaimFinish works the backlog; with failEvery > 0, one outcome in
-// failEvery is a retryable failure; every job has callbackURL ("" for
-// none).
-func benchClaimFinish(b *testing.B, batch, workers, failEvery int, callbackURL string) {
+// BenchmarkClaimFinishLimited is BenchmarkClaimFinish on a limited
+// queue: a partition_limit of 2 over 1 000 partitions (the jobs' keys in
+// turn), so that every claim takes the queue's lock and counts what runs.
+func BenchmarkClaimFinishLimited(b *testing.B) {
+	for _, batch := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("batch=%d/workers=4", batch), func(b *testing.B) {
+			benchClaimFinish(b, benchShape{batch: batch, workers: 4,
+				limits: flow.Limits{PartitionLimit: 2}, partitions: 1000})
+		})
+	}
+}
+
+// benchShape is what benchClaimFinish works: batch jobs a claim, workers
+// claiming at once; with failEvery > 0, one outcome in failEvery is a
+// retryable failure; every job has callbackURL ("" for none); the queue
+// has limits, and its jobs partitions partition keys in turn (0: none).
+type benchShape struct {
+	batch, workers, failEvery int
+	callbackURL               string
+	limits                    flow.Limits
+	partitions                int
+}
+
+// benchClaimFinish works the backlog.
+func benchClaimFinish(b *testing.B, shape benchShape) {
 	ctx := context.Background()
+	batch, workers, failEvery := shape.batch, shape.workers, shape.failEvery
 	s := openStore(b, migratedDatabase(b), clock.Real)
+	if shape.limits.Limited() {
+		if err := s.QueueSetLimits(ctx, "bench", shape.limits); err != nil {
+			b.Fatal(err)
+		}
+	}
 	params := make([]job.InsertParams, 0, 1000)
 	for left := b.N; left > 0; left -= len(params) {
 		params = params[:0]
-		for range min(left, cap(params)) {
-			params = append(params, job.InsertParams{Queue: "bench", Kind: "noop", CallbackURL: callbackURL})
+		for i := range min(left, cap(params)) {
+			p := job.InsertParams{Queue: "bench", Kind: "noop", CallbackURL: shape.callbackURL}
+			if shape.partitions > 0 {
+				p.PartitionKey = fmt.Sprint("p", i%shape.partitions)
+			}
+			params = append(params, p)
 		}
 		if _, err := s.JobInsertMany(ctx, params); err != nil {
 			b.Fatal(err)

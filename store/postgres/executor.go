@@ -30,6 +30,11 @@ type executor struct {
 	logger  *slog.Logger
 	maxArgs int
 	delayed *wakeup.Scheduler // wakes a queue when a delayed job falls due
+	limited *limitedQueues    // the node's view of the limited queues
+	// flowLocked, in a transaction (InTx's, WithTx's), says whether it
+	// holds the lock of a limited queue (see claimPlan.wait); nil on the
+	// Store, whose claims are each a transaction of their own.
+	flowLocked *bool
 }
 
 // dbtx is what a statement runs on: the pool, or a transaction (the
@@ -73,14 +78,15 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, ex store.
 // have aborted tx.
 func (s *Store) WithTx(tx pgx.Tx) store.Executor {
 	ex := s.executor
-	ex.db, ex.tx, ex.after = tx, tx, nil
+	ex.db, ex.tx, ex.after, ex.flowLocked = tx, tx, nil, new(bool)
 	return &ex
 }
 
 // atomically runs fn with an executor on one transaction: s itself when s
-// runs in one already, or else a new transaction that commits when fn
-// returns nil. What fn leaves to run after the commit (afterCommit) runs
-// then.
+// runs in one already, or else a new READ COMMITTED transaction (whatever
+// the server's default: a limited claim needs it, see flow_lock.sql) that
+// commits when fn returns nil. What fn leaves to run after the commit
+// (afterCommit) runs then.
 func (s *executor) atomically(ctx context.Context, fn func(ex *executor) error) error {
 	if s.tx != nil {
 		return fn(s)
@@ -90,9 +96,9 @@ func (s *executor) atomically(ctx context.Context, fn func(ex *executor) error) 
 		return err
 	}
 	var after []func()
-	err := pgx.BeginFunc(ctx, g.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginTxFunc(ctx, g.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		ex := *s
-		ex.db, ex.tx, ex.after = tx, tx, &after
+		ex.db, ex.tx, ex.after, ex.flowLocked = tx, tx, &after, new(bool)
 		return fn(&ex)
 	})
 	if err != nil {

@@ -169,7 +169,8 @@ type applied struct {
 // setStateIfRunning applies decided transitions out of running, each
 // fenced by state running and its lease token, in one statement
 // (set_state_if_running.sql), in the last round of r, with the journal
-// entries, attempted_at and outbox events they decided. The rows were locked by this
+// entries, attempted_at and outbox events they decided, and the
+// throttles they set (flow_throttle.sql, in the same round). The rows were locked by this
 // transaction, so every one of them applies; one that did not would be a
 // bug, and fails the transaction.
 func (s *executor) setStateIfRunning(ctx context.Context, r *rounds, now *time.Time, decided []store.Decided) error {
@@ -195,10 +196,18 @@ func (s *executor) setStateIfRunning(ctx context.Context, r *rounds, now *time.T
 			return fmt.Errorf("job %s: %w", d.ID, err)
 		}
 	}
+	throttles := store.ThrottlesOf(decided)
+	throttled, untils := make([][16]byte, len(throttles)), make([]time.Time, len(throttles))
+	for i, t := range throttles {
+		throttled[i], untils[i] = t.ID, t.Until
+	}
 	queue := func(b *pgx.Batch) {
 		if n > 0 {
 			b.Queue(setStateIfRunningSQL, now, ids, tokens, states, runAts, attempts,
 				finishedAts, results, lastErrors, entries, attemptedAts, alerts)
+		}
+		if len(throttles) > 0 {
+			b.Queue(flowThrottleSQL, now, throttled, untils)
 		}
 	}
 	send := r.round
@@ -215,6 +224,11 @@ func (s *executor) setStateIfRunning(ctx context.Context, r *rounds, now *time.T
 		}
 		if tag.RowsAffected() != int64(n) {
 			return fmt.Errorf("apply: %d of %d locked jobs changed", tag.RowsAffected(), n)
+		}
+		if len(throttles) > 0 {
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("throttle: %w", err)
+			}
 		}
 		return nil
 	})

@@ -242,13 +242,14 @@ func (s *executor) JobTimeOut(ctx context.Context, params store.TimeOutParams) (
 	return len(done.decided), nil
 }
 
-// JobPrune deletes old finished jobs and their journal. See store.Store.
+// JobPrune deletes old finished jobs and their journal, and the
+// partitions' flow state that has passed. See store.Store.
 func (s *executor) JobPrune(ctx context.Context, before time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}
 	var n int
-	if err := s.db.QueryRow(ctx, pruneSQL, before, limit).Scan(&n); err != nil {
+	if err := s.db.QueryRow(ctx, pruneSQL, before, limit, s.now()).Scan(&n); err != nil {
 		return 0, errorf("postgres: prune finished jobs: %w", err)
 	}
 	return n, nil

@@ -24,7 +24,8 @@ import (
 // keep a generic plan for good, so the generic plan must be right at
 // every size; custom plans are checked too. The claim must walk the
 // partial claim index in order (no bitmap scan and sort, no sequential
-// scan), the reaper must find expired leases by the lease index, and the
+// scan; a limited queue's claim counts what runs by the lease index), the
+// reaper must find expired leases by the lease index, and the
 // statements that find rows by id (batched finishes and heartbeats, the
 // locks a decision reads under, the writes that apply it) must probe the
 // primary key and nothing else.
@@ -129,6 +130,11 @@ func checkPlans(t *testing.T, conn *pgx.Conn, table string, holdsRows bool) {
 			"jobd_jobs_claim", scansOf, true},
 		{"claim_after", claimAfterSQL, []string{"NULL", "'q1'", fmt.Sprint(batch), "'me'", "'{}'", "NULL", "'0s'", "NULL",
 			"100", "now()", "'00000000-0000-0000-0000-000000000000'"}, "jobd_jobs_claim", scansOf, true},
+		{"claim_limited", claimLimitedSQL, []string{"NULL", "'q1'", fmt.Sprint(batch), "'me'", "'{}'", "NULL", "'0s'", "NULL"},
+			"jobd_jobs_claim", scansOf, true},
+		{"claim_limited_after", claimLimitedAfterSQL, []string{"NULL", "'q1'", fmt.Sprint(batch), "'me'", "'{}'", "NULL", "'0s'", "NULL",
+			"100", "now()", "'00000000-0000-0000-0000-000000000000'"}, "jobd_jobs_claim", scansOf, true},
+		{"flow_throttle", flowThrottleSQL, []string{"NULL", arr(ids), arr(nulls)}, "jobd_jobs_pkey", lookupBy, true},
 		{"finish_succeeded", finishSucceededSQL, []string{"NULL", arr(ids), arr(tokens), arr(nulls), "'succeeded'", arr(owners)},
 			"jobd_jobs_pkey", lookupBy, true},
 		{"lock_held", lockHeldSQL, []string{"NULL", arr(ids), arr(tokens)}, "jobd_jobs_pkey", lookupBy, true},
@@ -162,9 +168,13 @@ func checkPlans(t *testing.T, conn *pgx.Conn, table string, holdsRows bool) {
 			}
 			var scans []string
 			cursorInIndex := false
+			claimScans := 0
 			plans[0].Plan.walk(func(n *planNode) {
 				if n.Relation == "jobd_jobs" && n.Type != "ModifyTable" {
 					scans = append(scans, strings.TrimSpace(n.Type+" "+n.indexName()))
+				}
+				if n.Index == "jobd_jobs_claim" {
+					claimScans++
 				}
 				// The primary key is for finding rows by id: a scan of it
 				// without an index condition walks every job.
@@ -173,7 +183,12 @@ func checkPlans(t *testing.T, conn *pgx.Conn, table string, holdsRows bool) {
 				}
 				cursorInIndex = cursorInIndex || (n.Index == "jobd_jobs_claim" && strings.Contains(n.Cond, "ROW(priority, run_at, id) >"))
 			})
-			if st.name == "claim_after" && !cursorInIndex {
+			// A claim walks the claim index once, for its candidates: the
+			// claimed jobs are found by primary key.
+			if st.wantIndex == "jobd_jobs_claim" && claimScans != 1 {
+				t.Errorf("%s, %s: %s walks the claim index %d times, want once:\n%s", table, mode, st.name, claimScans, doc)
+			}
+			if strings.HasSuffix(st.name, "_after") && !cursorInIndex {
 				t.Errorf("%s, %s: the cursor is not where the claim index scan starts (no ROW(...) > in its Index Cond)", table, mode)
 			}
 			where := fmt.Sprintf("%s, %s: %s reads jobd_jobs by %q", table, mode, st.name, scans)

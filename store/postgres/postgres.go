@@ -7,9 +7,11 @@
 // request), the transaction locks the rows (FOR UPDATE), Go decides
 // (package job's state machine) and one statement applies the decisions:
 // two round trips, BEGIN and COMMIT riding along (rounds.go). Claims take
-// many jobs per statement with FOR UPDATE SKIP LOCKED; finishes,
-// heartbeats and inserts are batched with unnest, and a batch of
-// successes, the hot path, is one statement. Wake-ups travel
+// many jobs per statement with FOR UPDATE SKIP LOCKED; a limited queue's
+// (flow control) take the queue's settings row first, in the same round
+// trip, and count what runs in the same statement (claim_limited.sql).
+// Finishes, heartbeats and inserts are batched with unnest, and a batch
+// of successes, the hot path, is one statement. Wake-ups travel
 // by LISTEN/NOTIFY on the channel jobd_wake, and cancel requests of running
 // jobs on jobd_cancel, so any number of nodes can share one database. The
 // statements live in sql/*.sql, the schema in migrations/*.up.sql.
@@ -108,6 +110,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	s.db = guardedPool{pool: s.pool, owner: s}
 	s.delayed = wakeup.NewScheduler(s.clock, s.wakeDelayed)
+	s.limited = newLimitedQueues()
 	return s, nil
 }
 

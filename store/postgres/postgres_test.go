@@ -35,6 +35,9 @@ func migratedDatabase(t testing.TB) string {
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, c clock.Clock) store.Store {
 		return openStore(t, migratedDatabase(t), c)
+	}, func(t *testing.T, s store.Store) store.Store {
+		node := s.(*Store)
+		return openStore(t, node.pool.Config().ConnConfig.ConnString(), node.clock)
 	})
 }
 

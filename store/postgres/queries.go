@@ -17,6 +17,14 @@ var (
 	plannerResetSQL string
 	//go:embed sql/claim.sql
 	claimSQL string
+	//go:embed sql/claim_limited.sql
+	claimLimitedSQL string
+	//go:embed sql/flow_limited.sql
+	flowLimitedSQL string
+	//go:embed sql/flow_lock.sql
+	flowLockSQL string
+	//go:embed sql/flow_throttle.sql
+	flowThrottleSQL string
 	//go:embed sql/feed_horizon.sql
 	feedHorizonSQL string
 	//go:embed sql/finish_succeeded.sql
@@ -87,6 +95,10 @@ var (
 	queuePurgeSQL string
 	//go:embed sql/queue_set_paused.sql
 	queueSetPausedSQL string
+	//go:embed sql/queue_set_limits.sql
+	queueSetLimitsSQL string
+	//go:embed sql/queue_settings.sql
+	queueSettingsSQL string
 	//go:embed sql/set_state_if_running.sql
 	setStateIfRunningSQL string
 	//go:embed sql/wake.sql

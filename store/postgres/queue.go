@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/jobd/jobd/job"
@@ -11,32 +12,50 @@ import (
 )
 
 // QueueList returns every queue that has jobs or a setting, with job
-// counts by state. See store.Store.
+// counts by state and its settings, read on one snapshot. See
+// store.Store.
 func (s *executor) QueueList(ctx context.Context) ([]store.QueueInfo, error) {
-	rows, err := s.db.Query(ctx, queueListSQL)
-	if err != nil {
-		return nil, errorf("postgres: list queues: %w", err)
-	}
-	defer rows.Close()
 	queues := []store.QueueInfo{}
-	for rows.Next() {
+	err := s.readSnapshot(ctx, func(q querier) error {
+		rows, err := q.Query(ctx, queueListSQL)
+		if err != nil {
+			return err
+		}
 		var (
 			name   string
 			paused bool
 			state  pgtype.Text
 			n      int64
 		)
-		if err := rows.Scan(&name, &paused, &state, &n); err != nil {
-			return nil, errorf("postgres: list queues: %w", err)
+		_, err = pgx.ForEachRow(rows, []any{&name, &paused, &state, &n}, func() error {
+			if len(queues) == 0 || queues[len(queues)-1].Name != name {
+				queues = append(queues, store.QueueInfo{QueueSettings: store.QueueSettings{Name: name, Paused: paused}, Counts: map[job.State]int64{}})
+			}
+			if state.Valid {
+				queues[len(queues)-1].Counts[job.State(state.String)] = n
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		if len(queues) == 0 || queues[len(queues)-1].Name != name {
-			queues = append(queues, store.QueueInfo{Name: name, Paused: paused, Counts: map[job.State]int64{}})
+		settings, err := queueSettings(ctx, q, s.now())
+		if err != nil {
+			return err
 		}
-		if state.Valid {
-			queues[len(queues)-1].Counts[job.State(state.String)] = n
+		// Every queue with settings is in the first list.
+		index := make(map[string]int, len(queues))
+		for i, q := range queues {
+			index[q.Name] = i
 		}
-	}
-	if err := rows.Err(); err != nil {
+		for _, st := range settings {
+			if i, ok := index[st.Name]; ok {
+				queues[i].QueueSettings = st
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, errorf("postgres: list queues: %w", err)
 	}
 	return queues, nil

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,9 +28,15 @@ type batcher interface {
 type rounds struct {
 	q     batcher
 	own   bool // BEGIN and COMMIT are ours to send
+	begin string
 	begun bool
 	done  bool // committed, or rolled back
 }
+
+// readCommitted makes a transaction of its own READ COMMITTED, whatever
+// the server's default_transaction_isolation; call it before the first
+// round.
+func (r *rounds) readCommitted() { r.begin = "BEGIN ISOLATION LEVEL READ COMMITTED" }
 
 // round sends the statements queue adds, as one batch, and hands their
 // results to read, in the order queued. last ends a transaction of its
@@ -41,7 +48,7 @@ func (r *rounds) round(ctx context.Context, last bool, queue func(*pgx.Batch), r
 	var b pgx.Batch
 	begin := r.own && !r.begun
 	if begin {
-		b.Queue("BEGIN")
+		b.Queue(cmp.Or(r.begin, "BEGIN"))
 	}
 	queue(&b)
 	commit := r.own && last

@@ -267,8 +267,9 @@ func (s *executor) JobTimeOut(ctx context.Context, params store.TimeOutParams) (
 }
 
 // JobPrune deletes up to limit finished jobs whose finished_at is before
-// before, oldest first, with their journals, and up to limit outbox
-// events older than before (prune_webhook_events.sql).
+// before, oldest first, with their journals, up to limit outbox events
+// older than before (prune_webhook_events.sql), and up to limit rows of
+// the partitions' flow state that has passed (prune_partitions.sql).
 func (s *executor) JobPrune(ctx context.Context, before time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
@@ -284,6 +285,10 @@ func (s *executor) JobPrune(ctx context.Context, before time.Time, limit int) (i
 			return err
 		}
 		_, err = tx.ExecContext(ctx, pruneWebhookEventsSQL, sql.Named("before", before.UnixMicro()), sql.Named("limit", limit))
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, prunePartitionsSQL, sql.Named("now", s.now()), sql.Named("limit", limit))
 		return err
 	})
 	if err != nil {

@@ -1,8 +1,10 @@
 package sqlite
 
 import (
+	"fmt"
 	"testing"
 
+	"github.com/jobd/jobd/flow"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -11,14 +13,36 @@ import (
 // synchronous=FULL): claim a batch of 100, finish it succeeded, repeat.
 // It reports jobs/s; the backlog's insert is not timed.
 func BenchmarkClaimFinish(b *testing.B) {
+	benchClaimFinish(b, flow.Limits{}, 0)
+}
+
+// BenchmarkClaimFinishLimited is BenchmarkClaimFinish on a limited queue:
+// a partition_limit of 2 over 1 000 partitions (the jobs' keys in turn),
+// so that every claim counts what runs.
+func BenchmarkClaimFinishLimited(b *testing.B) {
+	benchClaimFinish(b, flow.Limits{PartitionLimit: 2}, 1000)
+}
+
+// benchClaimFinish works the backlog of a queue with limits, its jobs in
+// partitions partition keys in turn (0: none).
+func benchClaimFinish(b *testing.B, limits flow.Limits, partitions int) {
 	const batch = 100
 	s := openTemp(b, nil)
 	ctx := b.Context()
+	if limits.Limited() {
+		if err := s.QueueSetLimits(ctx, job.DefaultQueue, limits); err != nil {
+			b.Fatal(err)
+		}
+	}
 	params := make([]job.InsertParams, 0, 1000)
 	for left := b.N; left > 0; left -= len(params) {
 		params = params[:0]
-		for range min(left, cap(params)) {
-			params = append(params, job.InsertParams{Kind: "noop"})
+		for i := range min(left, cap(params)) {
+			p := job.InsertParams{Kind: "noop"}
+			if partitions > 0 {
+				p.PartitionKey = fmt.Sprint("p", i%partitions)
+			}
+			params = append(params, p)
 		}
 		if _, err := s.JobInsertMany(ctx, params); err != nil {
 			b.Fatal(err)

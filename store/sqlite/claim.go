@@ -19,15 +19,34 @@ import (
 // take the same job; the lock index makes a second running job of one
 // lock_key impossible even so. The claim writes no journal entry: its
 // attempted_at implies it (job.Journal).
+//
+// The candidates of a queue that is limited or throttled are none; when
+// there are none, the queue's settings say whether it is limited, and
+// then the claim takes the limited path (flowLimits), in the same
+// transaction, which holds the file's one write lock: what runs cannot
+// change meanwhile. A queue without limits pays for nothing more than a
+// probe of its settings row, in the statement that reads the candidates.
 func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*job.Job, error) {
 	if params.Max <= 0 {
 		return nil, nil
 	}
 	var jobs []*job.Job
 	err := s.jobsTx(ctx, func(tx *jobWrite) error {
-		ids, err := claimCandidates(ctx, tx.Tx, params, tx.now)
-		if err != nil || len(ids) == 0 {
+		ids, partitions, err := claimCandidates(ctx, tx.Tx, params, tx.now, nil)
+		if err != nil {
 			return err
+		}
+		var limits *flowLimits
+		if len(ids) == 0 {
+			if limits, err = readFlowLimits(ctx, tx, params); err != nil || limits == nil {
+				return err
+			}
+			if ids, partitions, err = claimCandidates(ctx, tx.Tx, params, tx.now, limits); err != nil {
+				return err
+			}
+		}
+		if len(ids) == 0 {
+			return nil
 		}
 		type claim struct {
 			ID    string `json:"id"`
@@ -68,6 +87,9 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 		}
 		// RETURNING has no order: give the batch back best first.
 		sort.Slice(jobs, func(a, b int) bool { return rank[jobs[a].ID] < rank[jobs[b].ID] })
+		if limits != nil {
+			return limits.advance(ctx, tx, params.Queue, partitions)
+		}
 		return nil
 	})
 	if err != nil {
@@ -76,11 +98,19 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 	return jobs, nil
 }
 
-// claimCandidates returns the ids of up to limit jobs to claim, best first,
-// at most one per lock_key. It reads more candidates than limit so
-// that jobs sharing a lock_key do not starve the rest of the batch.
-func claimCandidates(ctx context.Context, tx *sql.Tx, params store.ClaimParams, now int64) ([]uuid.UUID, error) {
-	limit := params.Max
+// claimCandidates returns the ids of up to params.Max jobs to claim, best
+// first, at most one per lock_key, and their partitions ("" for none). It
+// reads more candidates than it may take so that jobs sharing a lock_key
+// do not starve the rest of the batch. With limits (a limited queue's
+// claim), it takes at most limits.room, within each partition's room, and
+// skips the partitions that can start nothing while it reads; without,
+// a limited or throttled queue has no candidates.
+func claimCandidates(ctx context.Context, tx *sql.Tx, params store.ClaimParams, now int64, limits *flowLimits) ([]uuid.UUID, []string, error) {
+	limit, limited, blocked := params.Max, 0, sql.NullString{}
+	if limits != nil {
+		limit, limited = limits.room, 1
+		blocked = listJSON(limits.blocked)
+	}
 	caps := listJSON(params.Capabilities)
 	if !caps.Valid {
 		caps = sql.NullString{String: "[]", Valid: true}
@@ -100,20 +130,25 @@ func claimCandidates(ctx context.Context, tx *sql.Tx, params store.ClaimParams, 
 		sql.Named("after_priority", afterPriority),
 		sql.Named("after_run_at", afterRunAt),
 		sql.Named("after_id", afterID),
+		sql.Named("limited", limited),
+		sql.Named("blocked", blocked),
 	)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rows.Close()
-	var ids []uuid.UUID
+	var (
+		ids        []uuid.UUID
+		partitions []string
+	)
 	locks := make(map[string]bool)
 	for len(ids) < limit && rows.Next() {
 		var (
-			id      string
-			lockKey sql.NullString
+			id, partition string
+			lockKey       sql.NullString
 		)
-		if err := rows.Scan(&id, &lockKey); err != nil {
-			return nil, err
+		if err := rows.Scan(&id, &lockKey, &partition); err != nil {
+			return nil, nil, err
 		}
 		if lockKey.Valid {
 			if locks[lockKey.String] {
@@ -121,11 +156,14 @@ func claimCandidates(ctx context.Context, tx *sql.Tx, params store.ClaimParams, 
 			}
 			locks[lockKey.String] = true
 		}
+		if limits != nil && !limits.admit(partition) {
+			continue
+		}
 		uid, err := uuid.Parse(id)
 		if err != nil {
-			return nil, fmt.Errorf("job id %q: %w", id, err)
+			return nil, nil, fmt.Errorf("job id %q: %w", id, err)
 		}
-		ids = append(ids, uid)
+		ids, partitions = append(ids, uid), append(partitions, partition)
 	}
-	return ids, rows.Err()
+	return ids, partitions, rows.Err()
 }

@@ -182,7 +182,8 @@ func lockHeld(ctx context.Context, tx *jobWrite, query string, args ...any) ([]s
 // setStateIfRunning applies decided transitions out of running, each
 // fenced by state running and its lease token, with the journal entries
 // and attempted_at they decided, in one statement
-// (set_state_if_running.sql), and notes the wake-ups they call for. The
+// (set_state_if_running.sql), and the throttles they set, and notes the
+// wake-ups they call for. The
 // transaction holds the write lock since it read the facts, so every one
 // applies; one that did not would be a bug, and fails the transaction.
 func setStateIfRunning(ctx context.Context, tx *jobWrite, wake *wakeups, decided []store.Decided) error {
@@ -260,6 +261,9 @@ func setStateIfRunning(ctx context.Context, tx *jobWrite, wake *wakeups, decided
 		if d.Alert != "" {
 			events = append(events, outboxEvent{ID: id, Type: d.Alert})
 		}
+	}
+	if err := applyThrottles(ctx, tx, decided); err != nil {
+		return err
 	}
 	return recordEvents(ctx, tx, events)
 }

@@ -8,6 +8,39 @@ import _ "embed" // the queries are sql/*.sql, one per variable
 //go:embed sql/claim_candidates.sql
 var claimCandidatesSQL string
 
+//go:embed sql/flow_settings.sql
+var flowSettingsSQL string
+
+//go:embed sql/flow_running.sql
+var flowRunningSQL string
+
+//go:embed sql/flow_partitions.sql
+var flowPartitionsSQL string
+
+//go:embed sql/flow_rate_queue.sql
+var flowRateQueueSQL string
+
+//go:embed sql/flow_rate_partitions.sql
+var flowRatePartitionsSQL string
+
+//go:embed sql/flow_throttle_queues.sql
+var flowThrottleQueuesSQL string
+
+//go:embed sql/flow_throttle_partitions.sql
+var flowThrottlePartitionsSQL string
+
+//go:embed sql/queue_set_limits.sql
+var queueSetLimitsSQL string
+
+//go:embed sql/queue_clear_partitions.sql
+var queueClearPartitionsSQL string
+
+//go:embed sql/queue_throttles.sql
+var queueThrottlesSQL string
+
+//go:embed sql/prune_partitions.sql
+var prunePartitionsSQL string
+
 //go:embed sql/queue_health.sql
 var queueHealthSQL string
 

@@ -17,7 +17,7 @@ func (s *executor) QueueList(ctx context.Context) ([]store.QueueInfo, error) {
 	get := func(name string) *store.QueueInfo {
 		q, ok := queues[name]
 		if !ok {
-			q = &store.QueueInfo{Name: name, Counts: make(map[job.State]int64)}
+			q = &store.QueueInfo{QueueSettings: store.QueueSettings{Name: name}, Counts: make(map[job.State]int64)}
 			queues[name] = q
 		}
 		return q
@@ -43,22 +43,14 @@ func (s *executor) QueueList(ctx context.Context) ([]store.QueueInfo, error) {
 		}
 		rows.Close()
 
-		rows, err = tx.QueryContext(ctx, queueSettingsSQL)
+		settings, err := readQueueSettings(ctx, tx, s.now())
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var (
-				name   string
-				paused bool
-			)
-			if err := rows.Scan(&name, &paused); err != nil {
-				return err
-			}
-			get(name).Paused = paused
+		for _, st := range settings {
+			get(st.Name).QueueSettings = st
 		}
-		return rows.Err()
+		return nil
 	})
 	if err != nil {
 		return nil, errorf("sqlite: list queues: %w", err)

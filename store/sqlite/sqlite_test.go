@@ -72,6 +72,9 @@ func openTemp(t testing.TB, c clock.Clock) *Store {
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, c clock.Clock) store.Store {
 		return openTemp(t, c)
+	}, func(t *testing.T, s store.Store) store.Store {
+		node := s.(*Store)
+		return openAt(t, node.path, node.clock)
 	})
 }
 

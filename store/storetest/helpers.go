@@ -25,18 +25,26 @@ var start = time.Date(2031, time.March, 4, 5, 6, 7, 123456000, time.UTC)
 // owner is the lease owner the suite claims as.
 const owner = "storetest-node"
 
-// env is one test's store and the fake clock it runs on, and the opener,
-// for a test that needs a store on another clock.
+// env is one test's store and the fake clock it runs on, the opener, for
+// a test that needs a store on another clock, and the opener of other
+// nodes on the store's database.
 type env struct {
 	s    store.Store
 	clk  *clock.Fake
 	open Opener
+	node NodeOpener
 }
 
-func newEnv(t *testing.T, open Opener) *env {
+func newEnv(t *testing.T, open Opener, node NodeOpener) *env {
 	t.Helper()
 	clk := clock.NewFake(start)
-	return &env{s: open(t, clk), clk: clk, open: open}
+	return &env{s: open(t, clk), clk: clk, open: open, node: node}
+}
+
+// otherNode opens another node on the test's database, on its clock.
+func (e *env) otherNode(t *testing.T) store.Store {
+	t.Helper()
+	return e.node(t, e.s)
 }
 
 func (e *env) now() time.Time { return e.clk.Now() }

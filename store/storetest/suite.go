@@ -15,6 +15,12 @@ import (
 // clock; it registers its own cleanup with t.
 type Opener = func(t *testing.T, c clock.Clock) store.Store
 
+// NodeOpener returns another store on the database of s, a store an
+// Opener returned, with s's clock: another node sharing its database
+// (its own connections, its own view of anything a driver keeps in
+// memory); it registers its own cleanup with t.
+type NodeOpener = func(t *testing.T, s store.Store) store.Store
+
 // test is one conformance test; it gets a store of its own.
 type test struct {
 	name string
@@ -23,12 +29,13 @@ type test struct {
 
 // Run runs every conformance test against stores made by open. open returns a
 // migrated store on a fresh, empty database, using c as its clock; it
-// registers its own cleanup with t.
+// registers its own cleanup with t. node opens another node on the
+// database of a store open made (see NodeOpener).
 //
 // Tests are grouped by area (Insert, Claim, Finish, ...) and run in parallel,
 // each on its own store, so a single rule can be run with
 // go test -run 'TestConformance/Claim/Order'.
-func Run(t *testing.T, open func(t *testing.T, c clock.Clock) store.Store) {
+func Run(t *testing.T, open Opener, node NodeOpener) {
 	groups := []struct {
 		name  string
 		tests []test
@@ -61,6 +68,10 @@ func Run(t *testing.T, open func(t *testing.T, c clock.Clock) store.Store) {
 		{"Health", healthTests},
 		{"Webhook", webhookTests},
 		{"Throughput", throughputTests},
+		{"Flow", flowTests},
+		{"FlowThrottle", flowThrottleTests},
+		{"FlowNodes", flowNodeTests},
+		{"FlowRules", flowRuleTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -68,7 +79,7 @@ func Run(t *testing.T, open func(t *testing.T, c clock.Clock) store.Store) {
 			for _, tc := range g.tests {
 				t.Run(tc.name, func(t *testing.T) {
 					t.Parallel()
-					tc.fn(t, newEnv(t, open))
+					tc.fn(t, newEnv(t, open, node))
 				})
 			}
 		})

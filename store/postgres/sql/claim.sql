@@ -32,7 +32,17 @@ WITH candidate AS (
             SELECT 1 FROM jobd_jobs r
             WHERE r.lock_key = j.lock_key AND r.state = 'running'
             OFFSET 0))
-      AND NOT EXISTS (SELECT 1 FROM jobd_queues q WHERE q.name = $2 AND q.paused)
+      -- The queue's settings, one probe of their primary key: a paused
+      -- queue is not claimed from, nor a throttled one, nor a limited one,
+      -- whose claims take claim_limited.sql (serialized, counting what
+      -- runs). A node whose view of the limited queues is stale, which
+      -- still claims a newly limited queue by this statement, claims
+      -- nothing from it.
+      AND NOT EXISTS (
+            SELECT 1 FROM jobd_queues q
+            WHERE q.name = $2
+              AND (q.paused OR q.limited
+                   OR q.throttled_until > coalesce($1::timestamptz, now())))
       -- Capability rules. A job without any (NULL, never '{}') pays two
       -- IS NULL tests here and nothing else.
       AND (j.requires IS NULL OR j.requires <@ $5::text[])
