@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
@@ -19,7 +20,11 @@ const insertRounds = 5
 
 // JobInsertMany creates jobs in one transaction (the one s runs in, if
 // any). Jobs due now wake their queues when it commits (NOTIFY); a
-// wake-up is arranged for those due later. See store.Store.
+// wake-up is arranged for those due later. In a transaction of its own,
+// a batch that no dedupe index can skip (no idempotency key, no unique
+// args) travels with its BEGIN and COMMIT as one round trip; any other
+// commits with the round that finds the duplicates' twins, or alone.
+// See store.Store.
 func (s *executor) JobInsertMany(ctx context.Context, params []job.InsertParams) ([]store.InsertResult, error) {
 	batch, err := s.normalize(params)
 	if err != nil {
@@ -28,14 +33,16 @@ func (s *executor) JobInsertMany(ctx context.Context, params []job.InsertParams)
 	if len(params) == 0 {
 		return []store.InsertResult{}, nil
 	}
-	var results []store.InsertResult
 	for try := 0; ; try++ {
-		err := s.atomically(ctx, func(ex *executor) error {
+		var results []store.InsertResult
+		err := s.transact(ctx, func(r *rounds) error {
+			r.readCommitted()
 			var err error
-			results, err = ex.insert(ctx, batch)
+			results, err = s.insert(ctx, r, batch)
 			return err
 		})
 		if err == nil {
+			s.afterCommit(func() { s.arrangeWakeUps(results) })
 			return results, nil
 		}
 		// Two batches that insert the same keys in opposite orders can wait
@@ -48,11 +55,32 @@ func (s *executor) JobInsertMany(ctx context.Context, params []job.InsertParams)
 	}
 }
 
+// arrangeWakeUps arranges the wake-ups of the queues of the jobs created due
+// later, once they are committed.
+func (s *executor) arrangeWakeUps(results []store.InsertResult) {
+	for _, r := range results {
+		if r.Created && r.Job.RunAt.After(r.Job.CreatedAt) {
+			s.delayed.At(r.Job.Queue, r.Job.RunAt)
+		}
+	}
+}
+
 // normalized is a batch of params that passed job.InsertParams.Normalize,
 // with their args hashes.
 type normalized struct {
 	params []job.InsertParams
 	hashes []string
+}
+
+// dedupes reports whether a dedupe index may skip a job of the batch: one
+// has an idempotency key or unique args.
+func (n normalized) dedupes() bool {
+	for i, p := range n.params {
+		if p.IdempotencyKey != "" || n.hashes[i] != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // normalize validates every params and fills in its defaults, writing
@@ -131,52 +159,56 @@ func arrayLiteral(names []string) *string {
 	return &s
 }
 
-// insert inserts the batch in one statement, in the transaction s runs
-// in, and returns, for the rows that a dedupe index skipped, the job they
-// duplicate. Once that transaction commits, the queues of jobs due later
-// are woken when they fall due.
-func (s *executor) insert(ctx context.Context, batch normalized) ([]store.InsertResult, error) {
-	q := s.db
+// insert inserts the batch in one statement, in r's transaction, and
+// returns, for the rows that a dedupe index skipped, the job they
+// duplicate. A batch that cannot be deduped commits with its statement.
+func (s *executor) insert(ctx context.Context, r *rounds, batch normalized) ([]store.InsertResult, error) {
 	results := make([]store.InsertResult, len(batch.params))
 	pending := make([]int, len(batch.params)) // indexes of params still without a result
 	for i := range pending {
 		pending[i] = i
 	}
+	last := !batch.dedupes()
 	for round := 0; len(pending) > 0; round++ {
 		if round == insertRounds {
 			return nil, errorf("postgres: insert: duplicates kept vanishing after %d rounds", round)
 		}
 		var err error
-		if pending, err = s.insertRound(ctx, q, batch, pending, results); err != nil {
+		if pending, err = s.insertRound(ctx, r, last, batch, pending, results); err != nil {
 			return nil, err
 		}
 	}
-	s.afterCommit(func() {
-		for _, r := range results {
-			if r.Created && r.Job.RunAt.After(r.Job.CreatedAt) {
-				s.delayed.At(r.Job.Queue, r.Job.RunAt)
-			}
+	if !r.done {
+		if err := r.round(ctx, true, func(*pgx.Batch) {}, func(pgx.BatchResults) error { return nil }); err != nil {
+			return nil, errorf("postgres: insert jobs: %w", err)
 		}
-	})
+	}
 	return results, nil
 }
 
-// insertRound inserts the params at the indexes pending, fills in their
-// results and returns the indexes that need another round.
-func (s *executor) insertRound(ctx context.Context, q querier, batch normalized, pending []int, results []store.InsertResult) ([]int, error) {
+// insertRound inserts the params at the indexes pending, committing r's
+// transaction with the statement when last, fills in their results and
+// returns the indexes that need another round.
+func (s *executor) insertRound(ctx context.Context, r *rounds, last bool, batch normalized, pending []int, results []store.InsertResult) ([]int, error) {
 	var b insertBatch
 	for _, i := range pending {
 		if err := b.add(&batch.params[i], batch.hashes[i]); err != nil {
 			return nil, err
 		}
 	}
-	rows, err := q.Query(ctx, insertSQL, s.now(), b.ids, b.queues, b.kinds, b.args, b.priorities,
-		b.runAts, b.maxAttempts, b.leaseTTLs, b.lockKeys, b.partitionKeys, b.idemKeys, b.argHashes,
-		b.requires, b.prefers, b.traceParents, b.timeouts, b.schedules, b.scheduledFors, b.callbackURLs)
-	if err != nil {
-		return nil, errorf("postgres: insert jobs: %w", err)
-	}
-	inserted, err := scanJobs(rows)
+	var inserted []*job.Job
+	err := r.round(ctx, last, func(q *pgx.Batch) {
+		q.Queue(insertSQL, s.now(), b.ids, b.queues, b.kinds, b.args, b.priorities,
+			b.runAts, b.maxAttempts, b.leaseTTLs, b.lockKeys, b.partitionKeys, b.idemKeys, b.argHashes,
+			b.requires, b.prefers, b.traceParents, b.timeouts, b.schedules, b.scheduledFors, b.callbackURLs)
+	}, func(br pgx.BatchResults) error {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		inserted, err = scanJobs(rows)
+		return err
+	})
 	if err != nil {
 		return nil, errorf("postgres: insert jobs: %w", err)
 	}
@@ -195,39 +227,48 @@ func (s *executor) insertRound(ctx context.Context, q querier, batch normalized,
 	if len(skipped) == 0 {
 		return nil, nil
 	}
-	return s.insertLookup(ctx, q, batch, skipped, results)
+	if r.done {
+		// Only a dedupe index skips a row, and this batch has none.
+		return nil, errorf("postgres: insert: %d jobs without a dedupe key were skipped", len(skipped))
+	}
+	return s.insertLookup(ctx, r, batch, skipped, results)
 }
 
 // insertLookup finds the jobs that the params at the indexes skipped
 // duplicate, fills in their results and returns the indexes whose
 // duplicate is gone.
-func (s *executor) insertLookup(ctx context.Context, q querier, batch normalized, skipped []int, results []store.InsertResult) ([]int, error) {
+func (s *executor) insertLookup(ctx context.Context, r *rounds, batch normalized, skipped []int, results []store.InsertResult) ([]int, error) {
 	keys := make([]*string, len(skipped))
 	keyHashes := make([]*string, len(skipped))
 	for n, i := range skipped {
 		keys[n] = nullText(batch.params[i].IdempotencyKey)
 		keyHashes[n] = nullText(batch.hashes[i])
 	}
-	rows, err := q.Query(ctx, insertLookupSQL, keys, keyHashes)
-	if err != nil {
-		return nil, errorf("postgres: insert: find duplicates: %w", err)
-	}
-	defer rows.Close()
 	found := make([]bool, len(skipped))
-	for rows.Next() {
-		var ord int64
-		var r jobRow
-		if err := rows.Scan(append([]any{&ord}, r.dest()...)...); err != nil {
-			return nil, errorf("postgres: insert: find duplicates: %w", err)
-		}
-		j, err := r.job()
+	err := r.round(ctx, false, func(q *pgx.Batch) {
+		q.Queue(insertLookupSQL, keys, keyHashes)
+	}, func(br pgx.BatchResults) error {
+		rows, err := br.Query()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		found[ord-1] = true
-		results[skipped[ord-1]] = store.InsertResult{Job: j, Created: false}
-	}
-	if err := rows.Err(); err != nil {
+		defer rows.Close()
+		for rows.Next() {
+			var ord int64
+			var row jobRow
+			if err := rows.Scan(append([]any{&ord}, row.dest()...)...); err != nil {
+				return err
+			}
+			j, err := row.job()
+			if err != nil {
+				return err
+			}
+			found[ord-1] = true
+			results[skipped[ord-1]] = store.InsertResult{Job: j, Created: false}
+		}
+		return rows.Err()
+	})
+	if err != nil {
 		return nil, errorf("postgres: insert: find duplicates: %w", err)
 	}
 	var again []int
