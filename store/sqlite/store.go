@@ -101,7 +101,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 
 	// The writer opens first: it turns WAL on (a setting of the file) before
 	// any reader connects.
-	s.w, err = sql.Open("sqlite", dsn(abs, url.Values{
+	s.w, err = openDB(dsn(abs, url.Values{
 		"_txlock": {"immediate"},
 		"_pragma": {
 			fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS),
@@ -129,7 +129,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, errorf("sqlite: open %s: journal mode is %q, want WAL", abs, mode)
 	}
 
-	s.r, err = sql.Open("sqlite", dsn(abs, url.Values{
+	s.r, err = openDB(dsn(abs, url.Values{
 		"_pragma": {
 			fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS),
 			"foreign_keys(1)",
@@ -152,6 +152,16 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	s.hub = acquireHub(abs)
 	s.scheduler = wakeup.NewScheduler(s.clock, s.wakeQueue)
 	return s, nil
+}
+
+// openDB opens a pool of connections to dsn that keep their statements
+// prepared (openCached).
+func openDB(dsn string) (*sql.DB, error) {
+	c, err := openCached(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(c), nil
 }
 
 // dsn is the modernc.org/sqlite data source name of the file at abs: a
