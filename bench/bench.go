@@ -59,8 +59,12 @@ type Config struct {
 	// GlobalLimit is the flow mode's global_limit; 0 (the default) skips
 	// the flow mode's global-limit step.
 	GlobalLimit int
-	Keep        bool // leave the bench queue's jobs in place
-	Logger      *slog.Logger
+	// Hold is how long the flow mode's handler holds each job before it
+	// returns; 0 (the default): a no-op. With no-op jobs the handlers of
+	// one partition seldom overlap, whatever the limits.
+	Hold   time.Duration
+	Keep   bool // leave the bench queue's jobs in place
+	Logger *slog.Logger
 	// Observer and Tracer are the engine's (metrics and tracing on, to
 	// measure their cost); nil: off.
 	Observer observe.Jobs

@@ -32,7 +32,8 @@ type flowStep struct {
 // flowBench works a backlog of cfg.Jobs no-op jobs spread round-robin
 // over cfg.Partitions partition_keys, once per step: the bench queue
 // without limits, with partition_limit cfg.PartitionLimit, and with
-// global_limit cfg.GlobalLimit if that is set. The handlers count what
+// global_limit cfg.GlobalLimit if that is set, each job held cfg.Hold
+// (none: a no-op). The handlers count what
 // runs at once, per partition and in all: a limited step reports the
 // most it saw (flow.partition_limit.max_running_per_partition,
 // flow.global_limit.max_running), which shows the limit held. The bench
@@ -65,7 +66,7 @@ func flowBench(ctx context.Context, cfg Config, w io.Writer) (figs []Figure, err
 			return figs, fmt.Errorf("set the bench queue's limits to %s: %w", step.limits, err)
 		}
 		name := "flow." + step.name
-		var seen runningCounter
+		seen := runningCounter{hold: cfg.Hold}
 		more, _, err := workBacklog(ctx, cfg, w, backlogRun{name: name, partitions: cfg.Partitions, hook: seen.hook})
 		figs = append(figs, more...)
 		if err != nil {
@@ -98,6 +99,7 @@ func queueLimits(ctx context.Context, s store.QueueStore) (flow.Limits, error) {
 // runningCounter counts the handlers running at once, per partition_key
 // and in all, and keeps the most it has seen of each.
 type runningCounter struct {
+	hold            time.Duration // how long each job runs
 	mu              sync.Mutex
 	running         map[string]int
 	total           int
@@ -106,7 +108,7 @@ type runningCounter struct {
 }
 
 // hook is a jobHook that counts the job as running until its handler
-// returns.
+// returns, c.hold after it started.
 func (c *runningCounter) hook(j *engine.Job[json.RawMessage]) func() {
 	key := j.PartitionKey
 	c.mu.Lock()
@@ -118,6 +120,9 @@ func (c *runningCounter) hook(j *engine.Job[json.RawMessage]) func() {
 	c.maxPerPartition = max(c.maxPerPartition, c.running[key])
 	c.maxTotal = max(c.maxTotal, c.total)
 	c.mu.Unlock()
+	if c.hold > 0 {
+		time.Sleep(c.hold)
+	}
 	return func() {
 		c.mu.Lock()
 		c.running[key]--

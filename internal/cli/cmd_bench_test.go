@@ -69,7 +69,9 @@ func runFlowBench(t *testing.T, database string, args ...string) map[string]floa
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	env := &Env{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }}
-	args = append([]string{"bench", "--database", database, "--mode", "flow", "--json", "--concurrency", "100"}, args...)
+	// Jobs held 1 ms, with more workers than partitions: without limits
+	// the handlers of one partition overlap.
+	args = append([]string{"bench", "--database", database, "--mode", "flow", "--json", "--concurrency", "200", "--hold", "1ms"}, args...)
 	if code := Main(t.Context(), args, env); code != 0 {
 		t.Fatalf("jobd %s: exit %d; stderr %q", strings.Join(args, " "), code, stderr.String())
 	}
@@ -113,20 +115,22 @@ func checkBenchQueueLeft(t *testing.T, st store.Store) {
 	}
 }
 
-// TestBenchFlow: jobd bench --mode flow works a backlog over 100
+// TestBenchFlow: jobd bench --mode flow works a backlog over 20
 // partitions without limits and under partition_limit 2, prints each
 // figure in --json, the handlers never saw more than 2 jobs of one
 // partition running at once under the limit, and the bench queue is left
 // without limits and without jobs.
 func TestBenchFlow(t *testing.T) {
 	eachBenchDatabase(t, func(t *testing.T, database string, st store.Store) {
-		figs := runFlowBench(t, database, "--jobs", "2000", "--partitions", "100", "--partition-limit", "2")
+		figs := runFlowBench(t, database, "--jobs", "2000", "--partitions", "20", "--partition-limit", "2")
 		checkFigures(t, figs,
 			"flow.unlimited.insert", "flow.unlimited.work", "flow.unlimited.max_running_per_partition",
 			"flow.partition_limit.insert", "flow.partition_limit.work", "flow.partition_limit.max_running_per_partition")
 		if got := figs["flow.partition_limit.max_running_per_partition"]; got > 2 {
 			t.Errorf("handlers saw %v jobs of one partition running at once under partition_limit 2", got)
 		}
+		t.Logf("most jobs of one partition running at once: %v without limits, %v under partition_limit 2",
+			figs["flow.unlimited.max_running_per_partition"], figs["flow.partition_limit.max_running_per_partition"])
 		checkBenchQueueLeft(t, st)
 	})
 }
@@ -210,6 +214,7 @@ func TestBenchFlowFlagErrors(t *testing.T) {
 		{"--partition-limit", "0"},
 		{"--global-limit", "-1"},
 		{"--partition-limit", "1000001"},
+		{"--hold", "-1s"},
 	} {
 		env := &Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard, Getenv: func(string) string { return "" }}
 		if code := Main(t.Context(), append([]string{"bench", "--database", database, "--mode", "flow"}, args...), env); code != 2 {
