@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,7 +41,7 @@ const ModeSteady = "steady"
 const ModeVacuum = "vacuum"
 
 // Named are the modes run only when asked for by name, not by "all".
-var Named = []string{ModeSteady, ModeVacuum, ModeProcess}
+var Named = []string{ModeSteady, ModeVacuum, ModeProcess, ModeFlow}
 
 // Config says what to measure.
 type Config struct {
@@ -48,10 +49,22 @@ type Config struct {
 	Mode        string      // one of Modes, or "all"
 	Jobs        int         // backlog size for throughput (default 200 000)
 	Duration    time.Duration
-	Concurrency int  // worker goroutines (default 200)
-	Rate        int  // latency mode: inserts per second (default 100)
-	Keep        bool // leave the bench queue's jobs in place
-	Logger      *slog.Logger
+	Concurrency int // worker goroutines (default 200)
+	Rate        int // latency mode: inserts per second (default 100)
+	// Partitions is how many partition_keys the flow mode spreads its
+	// backlog over, round-robin (default 1000).
+	Partitions int
+	// PartitionLimit is the flow mode's partition_limit (default 2).
+	PartitionLimit int
+	// GlobalLimit is the flow mode's global_limit; 0 (the default) skips
+	// the flow mode's global-limit step.
+	GlobalLimit int
+	// Hold is how long the flow mode's handler holds each job before it
+	// returns; 0 (the default): a no-op. With no-op jobs the handlers of
+	// one partition seldom overlap, whatever the limits.
+	Hold   time.Duration
+	Keep   bool // leave the bench queue's jobs in place
+	Logger *slog.Logger
 	// Observer and Tracer are the engine's (metrics and tracing on, to
 	// measure their cost); nil: off.
 	Observer observe.Jobs
@@ -110,6 +123,12 @@ func withDefaults(cfg Config) Config {
 	if cfg.Rate <= 0 {
 		cfg.Rate = 100
 	}
+	if cfg.Partitions <= 0 {
+		cfg.Partitions = 1000
+	}
+	if cfg.PartitionLimit <= 0 {
+		cfg.PartitionLimit = 2
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -117,7 +136,7 @@ func withDefaults(cfg Config) Config {
 }
 
 // ValidMode reports whether mode is "all", one of Modes or one run only
-// by name (steady, vacuum, process).
+// by name (Named).
 func ValidMode(mode string) bool {
 	return mode == "all" || slices.Contains(Modes, mode) || slices.Contains(Named, mode)
 }
@@ -138,24 +157,31 @@ func runMode(ctx context.Context, cfg Config, mode string, w io.Writer) ([]Figur
 		return vacuum(ctx, cfg, w)
 	case ModeProcess:
 		return processBench(ctx, cfg, w)
+	case ModeFlow:
+		return flowBench(ctx, cfg, w)
 	}
 	return nil, fmt.Errorf("unknown mode %q", mode)
 }
 
 func report(w io.Writer, f Figure) Figure {
-	fmt.Fprintf(w, "%-28s %12.1f %s\n", f.Name, f.Value, f.Unit)
+	fmt.Fprintf(w, "%-46s %12.1f %s\n", f.Name, f.Value, f.Unit)
 	return f
 }
 
-// worker runs an engine on the bench queue whose handler calls onStart
-// with the job's args as they start; stop it with the returned function.
+// jobHook is called by the bench worker's no-op handler as each job
+// starts; the function it returns (nil for none) is called as the handler
+// returns.
+type jobHook func(j *engine.Job[json.RawMessage]) (end func())
+
+// worker runs an engine on the bench queue whose handler calls its
+// jobHook around each job; stop it with close.
 type worker struct {
 	done    atomic.Int64
 	stop    context.CancelFunc
 	stopped chan error
 }
 
-func startWorker(ctx context.Context, cfg Config, onStart func(args json.RawMessage)) (*worker, error) {
+func startWorker(ctx context.Context, cfg Config, hook jobHook) (*worker, error) {
 	eng, err := engine.New(engine.Config{
 		Store:    cfg.Store,
 		Queues:   []engine.QueueConfig{{Queue: Queue, Concurrency: cfg.Concurrency}},
@@ -171,8 +197,10 @@ func startWorker(ctx context.Context, cfg Config, onStart func(args json.RawMess
 	}
 	w := &worker{stopped: make(chan error, 1)}
 	engine.Register(eng, kind, func(ctx context.Context, j *engine.Job[json.RawMessage]) (struct{}, error) {
-		if onStart != nil {
-			onStart(j.Args)
+		if hook != nil {
+			if end := hook(j); end != nil {
+				defer end()
+			}
 		}
 		w.done.Add(1)
 		return struct{}{}, nil
@@ -193,8 +221,9 @@ func (w *worker) close() error {
 }
 
 // insertBacklog inserts n jobs in batches, spread over a few goroutines,
-// and returns how long it took.
-func insertBacklog(ctx context.Context, s store.JobStore, n int) (time.Duration, error) {
+// round-robin over partitions partition_keys (none for 0), and returns
+// how long it took.
+func insertBacklog(ctx context.Context, s store.JobStore, n, partitions int) (time.Duration, error) {
 	const batch = 1000
 	const inserters = 4
 	start := time.Now()
@@ -211,7 +240,7 @@ func insertBacklog(ctx context.Context, s store.JobStore, n int) (time.Duration,
 					return
 				}
 				size := min(batch, n-from)
-				if _, err := s.JobInsertMany(ctx, noopParams(size)); err != nil {
+				if _, err := s.JobInsertMany(ctx, noopParams(from, size, partitions)); err != nil {
 					errs <- err
 					return
 				}
@@ -226,13 +255,22 @@ func insertBacklog(ctx context.Context, s store.JobStore, n int) (time.Duration,
 	return time.Since(start), nil
 }
 
-func noopParams(n int) []job.InsertParams {
+// noopParams are n no-op jobs, the from'th to the from+n-1'th of a
+// backlog spread round-robin over partitions partition_keys ("p0", "p1"…;
+// none for 0).
+func noopParams(from, n, partitions int) []job.InsertParams {
 	ps := make([]job.InsertParams, n)
 	for i := range ps {
 		ps[i] = job.InsertParams{Queue: Queue, Kind: kind}
+		if partitions > 0 {
+			ps[i].PartitionKey = partitionKey((from + i) % partitions)
+		}
 	}
 	return ps
 }
+
+// partitionKey is the i'th partition_key of a bench backlog.
+func partitionKey(i int) string { return "p" + strconv.Itoa(i) }
 
 // waitDone waits until the worker has run n jobs and none of the bench
 // queue's jobs are queued or running any more (their outcomes written).

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -23,20 +24,27 @@ func purge(ctx context.Context, s store.QueueStore) error {
 
 // throughput inserts a backlog of cfg.Jobs no-op jobs, then works it.
 func throughput(ctx context.Context, cfg Config, w io.Writer) ([]Figure, error) {
-	figs, _, err := workBacklog(ctx, cfg, w, "throughput")
+	figs, _, err := workBacklog(ctx, cfg, w, backlogRun{name: "throughput"})
 	return figs, err
 }
 
+// backlogRun says what workBacklog measures.
+type backlogRun struct {
+	name       string  // the figures are name.insert and name.work
+	partitions int     // partition_keys the jobs go to round-robin; 0: none
+	hook       jobHook // called around each job; nil: none
+}
+
 // workBacklog inserts a backlog of cfg.Jobs no-op jobs, works it, and
-// reports both rates under name; it returns the work rate too.
-func workBacklog(ctx context.Context, cfg Config, w io.Writer, name string) ([]Figure, float64, error) {
-	took, err := insertBacklog(ctx, cfg.Store, cfg.Jobs)
+// reports both rates under run.name; it returns the work rate too.
+func workBacklog(ctx context.Context, cfg Config, w io.Writer, run backlogRun) ([]Figure, float64, error) {
+	took, err := insertBacklog(ctx, cfg.Store, cfg.Jobs, run.partitions)
 	if err != nil {
 		return nil, 0, err
 	}
-	figs := []Figure{report(w, Figure{name + ".insert", float64(cfg.Jobs) / took.Seconds(), "jobs/s"})}
+	figs := []Figure{report(w, Figure{run.name + ".insert", float64(cfg.Jobs) / took.Seconds(), "jobs/s"})}
 	start := time.Now()
-	wk, err := startWorker(ctx, cfg, nil)
+	wk, err := startWorker(ctx, cfg, run.hook)
 	if err != nil {
 		return figs, 0, err
 	}
@@ -49,7 +57,7 @@ func workBacklog(ctx context.Context, cfg Config, w io.Writer, name string) ([]F
 		return figs, 0, err
 	}
 	rate := float64(cfg.Jobs) / took.Seconds()
-	return append(figs, report(w, Figure{name + ".work", rate, "jobs/s"})), rate, nil
+	return append(figs, report(w, Figure{run.name + ".work", rate, "jobs/s"})), rate, nil
 }
 
 // vacuumer is a store that can vacuum its tables the way a database's
@@ -68,7 +76,7 @@ func vacuum(ctx context.Context, cfg Config, w io.Writer) ([]Figure, error) {
 	if !ok {
 		return nil, fmt.Errorf("this store cannot vacuum its tables")
 	}
-	figs, fresh, err := workBacklog(ctx, cfg, w, "vacuum.fresh")
+	figs, fresh, err := workBacklog(ctx, cfg, w, backlogRun{name: "vacuum.fresh"})
 	if err != nil {
 		return figs, err
 	}
@@ -80,7 +88,7 @@ func vacuum(ctx context.Context, cfg Config, w io.Writer) ([]Figure, error) {
 		return figs, err
 	}
 	figs = append(figs, report(w, Figure{"vacuum.took", time.Since(start).Seconds(), "s"}))
-	more, after, err := workBacklog(ctx, cfg, w, "vacuum.after")
+	more, after, err := workBacklog(ctx, cfg, w, backlogRun{name: "vacuum.after"})
 	figs = append(figs, more...)
 	if err != nil {
 		return figs, err
@@ -129,7 +137,7 @@ func insertLoop(ctx context.Context, cfg Config, wk *worker) (wait func() error)
 					time.Sleep(time.Millisecond)
 					continue
 				}
-				if _, err := cfg.Store.JobInsertMany(ctx, noopParams(batch)); err != nil {
+				if _, err := cfg.Store.JobInsertMany(ctx, noopParams(0, batch, 0)); err != nil {
 					if ctx.Err() == nil {
 						once.Do(func() { insertErr = err })
 					}
@@ -153,14 +161,15 @@ func latency(ctx context.Context, cfg Config, w io.Writer) ([]Figure, error) {
 	sent := make([]time.Time, n)
 	got := make([]time.Time, n)
 	var mu sync.Mutex
-	wk, err := startWorker(ctx, cfg, func(args json.RawMessage) {
+	wk, err := startWorker(ctx, cfg, func(j *engine.Job[json.RawMessage]) func() {
 		now := time.Now()
 		var a struct{ Seq int }
-		if json.Unmarshal(args, &a) == nil && a.Seq >= 0 && a.Seq < n {
+		if json.Unmarshal(j.Args, &a) == nil && a.Seq >= 0 && a.Seq < n {
 			mu.Lock()
 			got[a.Seq] = now
 			mu.Unlock()
 		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -213,7 +222,7 @@ func backlog(ctx context.Context, cfg Config, w io.Writer) ([]Figure, error) {
 		if err := purge(ctx, cfg.Store); err != nil {
 			return figs, err
 		}
-		if _, err := insertBacklog(ctx, cfg.Store, size); err != nil {
+		if _, err := insertBacklog(ctx, cfg.Store, size, 0); err != nil {
 			return figs, err
 		}
 		start := time.Now()

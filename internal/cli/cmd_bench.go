@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/bench"
+	"github.com/jobd/jobd/flow"
 	"github.com/jobd/jobd/internal/buildinfo"
 	"github.com/jobd/jobd/internal/telemetry"
 	"github.com/jobd/jobd/observe"
@@ -17,8 +18,8 @@ import (
 
 var benchCommand = &Command{
 	Name:    "bench",
-	Usage:   "jobd bench [--database URL] [--mode all|" + strings.Join(append(slices.Clone(bench.Modes), bench.Named...), "|") + "] [--jobs N] [--duration D] [--json] [--metrics] [--tracing]",
-	Summary: "measure throughput, latency and backlog sensitivity on a store",
+	Usage:   "jobd bench [--database URL] [--mode all|" + strings.Join(append(slices.Clone(bench.Modes), bench.Named...), "|") + "] [--jobs N] [--duration D] [--partitions N] [--partition-limit N] [--global-limit N] [--hold D] [--json] [--metrics] [--tracing]",
+	Summary: "measure throughput, latency, backlog sensitivity and flow control's cost on a store",
 	Run:     runBench,
 }
 
@@ -28,10 +29,14 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "bench")
 	database := fs.String("database", defaultDatabase, "postgres://… or sqlite:PATH")
 	mode := fs.String("mode", "all", "all ("+strings.Join(bench.Modes, ", ")+"), or one of those or "+strings.Join(bench.Named, ", ")+" (not part of all)")
-	jobs := fs.Int("jobs", 200_000, "backlog size of the throughput and vacuum modes")
+	jobs := fs.Int("jobs", 200_000, "backlog size of the throughput, vacuum and flow modes")
 	duration := fs.Duration("duration", 30*time.Second, "length of the continuous, latency and steady modes")
 	concurrency := fs.Int("concurrency", 1000, "worker goroutines")
 	rate := fs.Int("rate", 100, "latency mode: single inserts per second")
+	partitions := fs.Int("partitions", 1000, "flow mode: partition_keys the backlog is spread over, round-robin")
+	partitionLimit := fs.Int("partition-limit", 2, "flow mode: the bench queue's partition_limit in its limited step")
+	globalLimit := fs.Int("global-limit", 0, "flow mode: the bench queue's global_limit in a last step (0: no such step)")
+	hold := fs.Duration("hold", 0, "flow mode: how long each job runs (0: a no-op); with no-op jobs one partition's seldom overlap")
 	keep := fs.Bool("keep", false, "leave the bench queue's jobs in the database")
 	asJSON := fs.Bool("json", false, "print the figures as one JSON object")
 	withMetrics := fs.Bool("metrics", false, "record the engine's metrics (and refresh the queue health snapshot every 5s), as serve does")
@@ -41,6 +46,9 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	}
 	if !bench.ValidMode(*mode) {
 		return usageError("--mode must be all or one of %s", strings.Join(append(slices.Clone(bench.Modes), bench.Named...), ", "))
+	}
+	if *partitions < 1 || *partitionLimit < 1 || *partitionLimit > flow.MaxLimit || *globalLimit < 0 || *globalLimit > flow.MaxLimit || *hold < 0 {
+		return usageError("--partitions and --partition-limit must be at least 1, --global-limit and --hold at least 0, the limits at most %d", flow.MaxLimit)
 	}
 	logger := newLogger(env, "warn", "text", urlSecrets(*database))
 	st, err := openStore(ctx, *database, logger)
@@ -79,6 +87,7 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	figs, err := bench.Run(ctx, bench.Config{
 		Store: st, Mode: *mode, Jobs: *jobs, Duration: *duration,
 		Concurrency: *concurrency, Rate: *rate, Keep: *keep, Logger: logger,
+		Partitions: *partitions, PartitionLimit: *partitionLimit, GlobalLimit: *globalLimit, Hold: *hold,
 		Observer: observer, Tracer: tracer,
 	}, progress)
 	if *asJSON {
