@@ -264,6 +264,15 @@ type QueueStore interface {
 	// or by partition_key; the partitions' throttles without a ThrottleBy
 	// of partition_key. The whole queue's throttle stays until it passes.
 	QueueSetLimits(ctx context.Context, queue string, limits flow.Limits) error
+	// QueueSetThrottleByIfUnset sets a queue's ThrottleBy to by (creating
+	// its settings) when it has none, and keeps every other setting, in
+	// one conditional write: limits that another writer (QueueSetLimits,
+	// on any node) commits meanwhile are kept, never overwritten, and
+	// a ThrottleBy already set stays. It reports whether it set by. by
+	// must pass flow.Limits.Check as a ThrottleBy and not be empty (a
+	// *job.ValidationError otherwise, and nothing changes). It wakes no
+	// worker: a ThrottleBy allows nothing more.
+	QueueSetThrottleByIfUnset(ctx context.Context, queue, by string) (bool, error)
 	// QueuePurge deletes every job of queue that is not running (queued
 	// and finished ones) with its journal, and returns how many jobs it
 	// deleted. Running jobs are left alone: their holders still hold
