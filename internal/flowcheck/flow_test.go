@@ -112,6 +112,12 @@ type cluster struct {
 
 func startCluster(t *testing.T, queue string, m *monitor) *cluster {
 	t.Helper()
+	return startNodes(t, queue, m, 2)
+}
+
+// startNodes is startCluster with remotes remote workers.
+func startNodes(t testing.TB, queue string, m *monitor, remotes int) *cluster {
+	t.Helper()
 	dsn := migrated.NewDatabase(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -148,7 +154,7 @@ func startCluster(t *testing.T, queue string, m *monitor) *cluster {
 	if c.admin, err = client.New(srv.URL, secret); err != nil {
 		t.Fatal(err)
 	}
-	for i := range 2 {
+	for i := range remotes {
 		reg, err := c.admin.CreateWorker(ctx, api.WorkerRequest{Name: fmt.Sprintf("remote-%d", i), Capabilities: []string{"remote"}})
 		if err != nil {
 			t.Fatal(err)
@@ -174,14 +180,14 @@ func startCluster(t *testing.T, queue string, m *monitor) *cluster {
 	return c
 }
 
-func (c *cluster) setLimits(t *testing.T, queue string, l flow.Limits) {
+func (c *cluster) setLimits(t testing.TB, queue string, l flow.Limits) {
 	t.Helper()
 	if err := c.st[1].QueueSetLimits(context.Background(), queue, l); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func (c *cluster) insert(t *testing.T, queue string, ws []work) []*job.Job {
+func (c *cluster) insert(t testing.TB, queue string, ws []work) []*job.Job {
 	t.Helper()
 	ps := make([]job.InsertParams, len(ws))
 	for i, w := range ws {
@@ -208,7 +214,7 @@ func (c *cluster) insert(t *testing.T, queue string, ws []work) []*job.Job {
 
 // wait waits for m's jobs to be done, failing the test after a bound far
 // above what the work needs.
-func (m *monitor) wait(t *testing.T, bound time.Duration) {
+func (m *monitor) wait(t testing.TB, bound time.Duration) {
 	t.Helper()
 	select {
 	case <-m.allDone:

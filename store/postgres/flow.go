@@ -95,7 +95,7 @@ func (s *executor) QueueSetLimits(ctx context.Context, queue string, limits flow
 	if _, err := s.db.Exec(ctx, queueSetLimitsSQL, args...); err != nil {
 		return errorf("postgres: set the limits of queue %q: %w", queue, err)
 	}
-	s.afterCommit(func() { s.limited.set(queue, limits.Limited()) })
+	s.afterCommit(func() { s.limited.set(queue, limits.Limited(), counts(limits)) })
 	return nil
 }
 
@@ -107,15 +107,15 @@ func (s *executor) QueueSetThrottleByIfUnset(ctx context.Context, queue, by stri
 	if err := checkThrottleBy(queue, by); err != nil {
 		return false, err
 	}
-	var name string
-	err := s.db.QueryRow(ctx, queueSetThrottleBySQL, s.now(), queue, by).Scan(&name)
+	var counted bool
+	err := s.db.QueryRow(ctx, queueSetThrottleBySQL, s.now(), queue, by).Scan(&counted)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
 	if err != nil {
 		return false, errorf("postgres: set the throttle_by of queue %q: %w", queue, err)
 	}
-	s.afterCommit(func() { s.limited.set(queue, true) })
+	s.afterCommit(func() { s.limited.set(queue, true, counted) })
 	return true, nil
 }
 

@@ -132,9 +132,12 @@ func (s *executor) QueueSetLimits(ctx context.Context, queue string, limits flow
 	if err != nil {
 		return errorf("sqlite: set the limits of queue %q: %w", queue, err)
 	}
-	if !paused {
-		s.afterCommit(func() { s.wakeQueue(queue) })
-	}
+	s.afterCommit(func() {
+		s.counted.set(queue, limits.GlobalLimit > 0 || limits.PartitionLimit > 0)
+		if !paused {
+			s.wakeQueue(queue)
+		}
+	})
 	return nil
 }
 

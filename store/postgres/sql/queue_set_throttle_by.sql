@@ -1,6 +1,8 @@
 -- Sets the throttle_by of queue $2 to $3 when it has none, creating its
--- settings row, and keeps every other setting; $1 now. It returns the
--- queue's name when it set it, no row when a throttle_by was set already.
+-- settings row, and keeps every other setting; $1 now. It returns, when
+-- it set it, whether the queue counts its running jobs (a global_limit or
+-- a partition_limit: see the driver's limitedQueues); no row when a
+-- throttle_by was set already.
 --
 -- One statement, so no read of the row goes stale before the write: ON
 -- CONFLICT DO UPDATE locks the queue's row and tests its WHERE on the
@@ -15,4 +17,4 @@ ON CONFLICT (name) DO UPDATE SET
     throttle_by = excluded.throttle_by,
     updated_at = excluded.updated_at
 WHERE q.throttle_by IS NULL
-RETURNING q.name;
+RETURNING q.global_limit IS NOT NULL OR q.partition_limit IS NOT NULL;
