@@ -112,11 +112,13 @@ type cluster struct {
 
 func startCluster(t *testing.T, queue string, m *monitor) *cluster {
 	t.Helper()
-	return startNodes(t, queue, m, 2)
+	return startNodes(t, queue, m, 8, 2)
 }
 
-// startNodes is startCluster with remotes remote workers.
-func startNodes(t testing.TB, queue string, m *monitor, remotes int) *cluster {
+// startNodes is startCluster with pools of concurrency on the nodes (0:
+// none, node 0 only listening, for the long-polls of the remote workers)
+// and remotes remote workers.
+func startNodes(t testing.TB, queue string, m *monitor, concurrency, remotes int) *cluster {
 	t.Helper()
 	dsn := migrated.NewDatabase(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -130,8 +132,12 @@ func startNodes(t testing.TB, queue string, m *monitor, remotes int) *cluster {
 		}
 		t.Cleanup(func() { st.Close() })
 		c.st = append(c.st, st)
+		var pools []engine.QueueConfig
+		if concurrency > 0 {
+			pools = []engine.QueueConfig{{Queue: queue, Concurrency: concurrency}}
+		}
 		eng, err := engine.New(engine.Config{Store: st, Node: fmt.Sprintf("node-%d", i), Listen: i == 0,
-			Logger: slog.New(slog.DiscardHandler), Queues: []engine.QueueConfig{{Queue: queue, Concurrency: 8}}})
+			Logger: slog.New(slog.DiscardHandler), Queues: pools})
 		if err != nil {
 			t.Fatal(err)
 		}
