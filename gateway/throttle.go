@@ -24,7 +24,7 @@ func (g *Gateway) ThrottleByUpstream(ctx context.Context) error {
 	}
 	if set {
 		g.log.Info("gateway: a throttle now holds back one upstream's requests (the gateway queue's throttle_by is partition_key)",
-			"queue", Queue)
+			"queue", Queue, "throttle_by", flow.ByPartitionKey)
 	}
 	return nil
 }
