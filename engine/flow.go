@@ -15,16 +15,22 @@ import (
 // Flow control (package flow) is enforced by the store, at each claim.
 // The engine only paces its claims of the queues that have any: a claim
 // of a limited queue that comes back short is retried after a short
-// delay, since what frees a slot there (another node's job ending, the
-// rate's next start, a throttle ending) wakes no one; an unlimited queue
-// waits for wake-ups and the poll, as it always has.
+// delay, or at once on a wake-up of the queue, whichever comes first
+// (producer.run waits for both). A job that leaves the running state in a
+// queue under a global or partition limit wakes the queue's claimers on
+// every node once its end is written (see store.JobStore.JobFinish), so
+// that the slot it frees is taken at once; the delay is the fallback for
+// a wake-up missed, and what frees room without one (the rate's next
+// start, a throttle ending). An unlimited queue waits for wake-ups and
+// the poll, as it always has.
 const (
 	// flowRefresh is how often the engine reads the queues' settings
 	// (store.QueueSettings): one query per node, for all queues.
 	flowRefresh = time.Second
 	// limitPace is the re-claim delay of a queue under a global or
-	// partition limit whose claim came back short: a slot that another
-	// node (or a remote worker) frees is taken within about this long.
+	// partition limit whose claim came back short, when no wake-up came
+	// first: a slot that another node (or a remote worker) frees is taken
+	// within about this long even if its wake-up was missed.
 	limitPace = 100 * time.Millisecond
 	// minPace bounds every pacing delay below, a fast rate's included.
 	minPace = 10 * time.Millisecond

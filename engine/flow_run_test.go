@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/flow"
 	"github.com/jobd/jobd/job"
@@ -99,8 +100,9 @@ func TestRatePacesClaims(t *testing.T) {
 }
 
 // TestGlobalLimitPacedClaims: another holder fills a queue's global
-// limit; when it finishes, which wakes no one, the engine's pool (its
-// poll an hour away) takes the freed slot by its pacing.
+// limit; the engine's pool (its poll an hour away) claims again by its
+// pacing while the limit is full, and takes the freed slot once the
+// holder finishes.
 func TestGlobalLimitPacedClaims(t *testing.T) {
 	eachStore(t, func(t *testing.T, s store.Store) {
 		ctx := context.Background()
@@ -123,6 +125,43 @@ func TestGlobalLimitPacedClaims(t *testing.T) {
 		for range 6 {
 			armed.WaitFor(t, "a claim of the full queue", func(q string) bool { return q == "narrow" })
 		}
+		if j, err := s.JobGet(ctx, next.ID); err != nil || j.State != job.StateQueued {
+			t.Fatalf("the second job ran past the global limit: %+v, %v", j, err)
+		}
+		res, err := s.JobFinish(ctx, []store.Outcome{{Lease: store.Lease{ID: held[0].ID, Token: held[0].LeaseToken, Owner: "elsewhere"},
+			Status: store.OutcomeSucceeded}})
+		if err != nil || res[0].Lost {
+			t.Fatalf("finish: %+v, %v", res, err)
+		}
+		waitState(t, s, next.ID, job.StateSucceeded)
+	})
+}
+
+// TestGlobalLimitFinishWakesPool: another holder (a remote worker, say)
+// fills a queue's global limit, and the engine's pool, whose claim came
+// back short, waits on a clock that never moves: neither its pacing nor
+// its poll ever fires. The holder's finish alone, which wakes the
+// queue's claimers on every node, gets the pool to take the freed slot.
+func TestGlobalLimitFinishWakesPool(t *testing.T) {
+	eachStore(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		if err := s.QueueSetLimits(ctx, "narrow", flow.Limits{GlobalLimit: 1}); err != nil {
+			t.Fatal(err)
+		}
+		insert(t, s, job.InsertParams{Kind: "noop", Queue: "narrow"})
+		held, err := s.JobClaim(ctx, store.ClaimParams{Queue: "narrow", Max: 1, Owner: "elsewhere"})
+		if err != nil || len(held) != 1 {
+			t.Fatalf("claim: %d jobs, %v", len(held), err)
+		}
+		next := insert(t, s, job.InsertParams{Kind: "noop", Queue: "narrow"})
+		e := newEngine(t, s, newLogs(t), engine.Config{Clock: clock.NewFake(time.Now()), PollInterval: time.Hour,
+			HeartbeatInterval: time.Hour, ReaperInterval: time.Hour,
+			Queues: []engine.QueueConfig{{Queue: "narrow", Concurrency: 2}}})
+		armed := engine.PollArmedSignal(e)
+		armed.Init()
+		start(t, e)
+		armed.WaitFor(t, "a claim of the full queue", func(q string) bool { return q == "narrow" })
+		waitListening(t, e, s)
 		if j, err := s.JobGet(ctx, next.ID); err != nil || j.State != job.StateQueued {
 			t.Fatalf("the second job ran past the global limit: %+v, %v", j, err)
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/jobd/jobd/flow"
-	"github.com/jobd/jobd/store"
 )
 
 // ThrottleByUpstream makes the throttle of one upstream (a 429 or 503
@@ -13,38 +12,19 @@ import (
 // upstream's: the gateway's jobs carry their upstream's name as their
 // partition_key, and this sets the throttle_by of Queue to
 // flow.ByPartitionKey. It keeps every limit an operator set on Queue,
-// and a throttle_by already set; it changes nothing when the queue
-// throttles by partition already. A server calls it once at start, on
-// every node (concurrent calls agree); without it a throttle stops every
-// upstream's requests for its delay.
+// even one set at the same instant from another node, and a throttle_by
+// already set: the store writes it in one conditional write
+// (store.QueueStore.QueueSetThrottleByIfUnset). A server calls it once at
+// start, on every node (concurrent calls agree); without it a throttle
+// stops every upstream's requests for its delay.
 func (g *Gateway) ThrottleByUpstream(ctx context.Context) error {
-	var before, after flow.Limits
-	changed := false
-	err := g.store.InTx(ctx, func(ctx context.Context, ex store.Executor) error {
-		all, err := ex.QueueSettings(ctx)
-		if err != nil {
-			return err
-		}
-		changed = false
-		for _, q := range all {
-			if q.Name == Queue {
-				before = q.Limits
-			}
-		}
-		if before.ThrottleBy != "" {
-			return nil
-		}
-		after = before
-		after.ThrottleBy = flow.ByPartitionKey
-		changed = true
-		return ex.QueueSetLimits(ctx, Queue, after)
-	})
+	set, err := g.store.QueueSetThrottleByIfUnset(ctx, Queue, flow.ByPartitionKey)
 	if err != nil {
 		return fmt.Errorf("gateway: set the %s queue's throttle_by: %w", Queue, err)
 	}
-	if changed {
+	if set {
 		g.log.Info("gateway: a throttle now holds back one upstream's requests (the gateway queue's throttle_by is partition_key)",
-			"queue", Queue, "was", before.String(), "now", after.String())
+			"queue", Queue, "throttle_by", flow.ByPartitionKey)
 	}
 	return nil
 }

@@ -175,7 +175,12 @@ type JobStore interface {
 	// that ends later stays). A job it makes final that has a callback
 	// URL records a WebhookCallback event in the outbox, and one it fails
 	// for good a WebhookJobFailed event (see WebhookStore), in the same
-	// transaction.
+	// transaction. Each queue with a GlobalLimit or a PartitionLimit
+	// whose jobs the call takes out of running is woken once, on every
+	// node, after the commit (see Listen): that made room its claimers
+	// may wait for. The driver may know those queues from a view of its
+	// own (the queues its claims met): a wake-up it misses leaves the
+	// claimers to their pacing. A queue without either sends nothing.
 	JobFinish(ctx context.Context, outcomes []Outcome) ([]FinishResult, error)
 
 	// JobCancel cancels a queued job at once (state canceled, journal
@@ -213,7 +218,8 @@ type JobStore interface {
 	// to failed when they used all their attempts (journal "failed"), or to
 	// canceled when their cancel was requested (journal "canceled"). At
 	// most limit jobs per call. Each records its outbox events as JobFinish
-	// does, and WebhookJobRescued for a job put back in its queue.
+	// does, and WebhookJobRescued for a job put back in its queue, and
+	// wakes the queues whose room it freed as JobFinish does.
 	JobRescue(ctx context.Context, limit int) (int, error)
 	// JobTimeOut ends the attempts of running jobs whose deadline passed
 	// (deadline <= now; see JobClaim) (job.TimeOut): back to queued at
@@ -222,7 +228,8 @@ type JobStore interface {
 	// cancel was requested. A running job whose deadline passed holds no
 	// lease any more (JobHeartbeat, JobSetProgress, JobSetCheckpoint and
 	// JobFinish refuse it), and JobRescue leaves it to JobTimeOut. At most
-	// params.Limit jobs per call.
+	// params.Limit jobs per call. It wakes the queues whose room it freed
+	// as JobFinish does.
 	JobTimeOut(ctx context.Context, params TimeOutParams) (int, error)
 	// JobPrune deletes finished jobs (succeeded, failed, canceled) whose
 	// finished_at is before before, and their events. At most limit jobs
@@ -264,6 +271,15 @@ type QueueStore interface {
 	// or by partition_key; the partitions' throttles without a ThrottleBy
 	// of partition_key. The whole queue's throttle stays until it passes.
 	QueueSetLimits(ctx context.Context, queue string, limits flow.Limits) error
+	// QueueSetThrottleByIfUnset sets a queue's ThrottleBy to by (creating
+	// its settings) when it has none, and keeps every other setting, in
+	// one conditional write: limits that another writer (QueueSetLimits,
+	// on any node) commits meanwhile are kept, never overwritten, and
+	// a ThrottleBy already set stays. It reports whether it set by. by
+	// must pass flow.Limits.Check as a ThrottleBy and not be empty (a
+	// *job.ValidationError otherwise, and nothing changes). It wakes no
+	// worker: a ThrottleBy allows nothing more.
+	QueueSetThrottleByIfUnset(ctx context.Context, queue, by string) (bool, error)
 	// QueuePurge deletes every job of queue that is not running (queued
 	// and finished ones) with its journal, and returns how many jobs it
 	// deleted. Running jobs are left alone: their holders still hold
@@ -374,7 +390,8 @@ type Notifier interface {
 	Wake(ctx context.Context, queues ...string) error
 	// Listen calls notify, until ctx ends, with a Notification each time
 	// jobs may have become available in a queue (an insert, a retry, a
-	// rescue, a release, a Wake) and each time the cancel of a running job
+	// rescue, a release, a Wake, room made in a limited queue by a job's
+	// end: see JobFinish) and each time the cancel of a running job
 	// is requested (JobCancel; a repeated cancel, which writes nothing,
 	// need not notify again), on any node. Notification{} (Queue "") means
 	// "any queue" and is sent after a reconnection, when notifications may

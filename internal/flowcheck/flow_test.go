@@ -112,6 +112,14 @@ type cluster struct {
 
 func startCluster(t *testing.T, queue string, m *monitor) *cluster {
 	t.Helper()
+	return startNodes(t, queue, m, 8, 2)
+}
+
+// startNodes is startCluster with pools of concurrency on the nodes (0:
+// none, node 0 only listening, for the long-polls of the remote workers)
+// and remotes remote workers.
+func startNodes(t testing.TB, queue string, m *monitor, concurrency, remotes int) *cluster {
+	t.Helper()
 	dsn := migrated.NewDatabase(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -124,8 +132,12 @@ func startCluster(t *testing.T, queue string, m *monitor) *cluster {
 		}
 		t.Cleanup(func() { st.Close() })
 		c.st = append(c.st, st)
+		var pools []engine.QueueConfig
+		if concurrency > 0 {
+			pools = []engine.QueueConfig{{Queue: queue, Concurrency: concurrency}}
+		}
 		eng, err := engine.New(engine.Config{Store: st, Node: fmt.Sprintf("node-%d", i), Listen: i == 0,
-			Logger: slog.New(slog.DiscardHandler), Queues: []engine.QueueConfig{{Queue: queue, Concurrency: 8}}})
+			Logger: slog.New(slog.DiscardHandler), Queues: pools})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +160,7 @@ func startCluster(t *testing.T, queue string, m *monitor) *cluster {
 	if c.admin, err = client.New(srv.URL, secret); err != nil {
 		t.Fatal(err)
 	}
-	for i := range 2 {
+	for i := range remotes {
 		reg, err := c.admin.CreateWorker(ctx, api.WorkerRequest{Name: fmt.Sprintf("remote-%d", i), Capabilities: []string{"remote"}})
 		if err != nil {
 			t.Fatal(err)
@@ -174,14 +186,14 @@ func startCluster(t *testing.T, queue string, m *monitor) *cluster {
 	return c
 }
 
-func (c *cluster) setLimits(t *testing.T, queue string, l flow.Limits) {
+func (c *cluster) setLimits(t testing.TB, queue string, l flow.Limits) {
 	t.Helper()
 	if err := c.st[1].QueueSetLimits(context.Background(), queue, l); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func (c *cluster) insert(t *testing.T, queue string, ws []work) []*job.Job {
+func (c *cluster) insert(t testing.TB, queue string, ws []work) []*job.Job {
 	t.Helper()
 	ps := make([]job.InsertParams, len(ws))
 	for i, w := range ws {
@@ -208,7 +220,7 @@ func (c *cluster) insert(t *testing.T, queue string, ws []work) []*job.Job {
 
 // wait waits for m's jobs to be done, failing the test after a bound far
 // above what the work needs.
-func (m *monitor) wait(t *testing.T, bound time.Duration) {
+func (m *monitor) wait(t testing.TB, bound time.Duration) {
 	t.Helper()
 	select {
 	case <-m.allDone:

@@ -173,6 +173,12 @@ func (s *Store) QueueSetLimits(ctx context.Context, queue string, limits flow.Li
 	return s.Store.QueueSetLimits(ctx, queue, limits)
 }
 
+// QueueSetThrottleByIfUnset calls the store's, then Wrote.
+func (s *Store) QueueSetThrottleByIfUnset(ctx context.Context, queue, by string) (bool, error) {
+	defer s.Wrote()
+	return s.Store.QueueSetThrottleByIfUnset(ctx, queue, by)
+}
+
 // QueuePurge calls the store's, then Wrote.
 func (s *Store) QueuePurge(ctx context.Context, queue string) (int64, error) {
 	defer s.Wrote()

@@ -225,6 +225,11 @@ func (r recorder) QueueSetLimits(ctx context.Context, queue string, limits flow.
 	return r.st.QueueSetLimits(ctx, queue, limits)
 }
 
+func (r recorder) QueueSetThrottleByIfUnset(ctx context.Context, queue, by string) (bool, error) {
+	note(ctx, "QueueSetThrottleByIfUnset")
+	return r.st.QueueSetThrottleByIfUnset(ctx, queue, by)
+}
+
 func (r recorder) QueuePurge(ctx context.Context, queue string) (int64, error) {
 	note(ctx, "QueuePurge")
 	return r.st.QueuePurge(ctx, queue)

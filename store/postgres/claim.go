@@ -67,7 +67,7 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 	}
 	// Nothing claimed by the unlimited path, and the queue turned out to
 	// be limited: claim by its path at once.
-	if err == nil && !limited && len(res.jobs) == 0 && slices.Contains(res.limitedQueues, params.Queue) {
+	if err == nil && !limited && len(res.jobs) == 0 && slices.ContainsFunc(res.limitedQueues, func(q limitedQueue) bool { return q.name == params.Queue }) {
 		p = s.plan(params, true, false)
 		res, err = s.claim(ctx, p)
 	}
@@ -75,10 +75,11 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 		return nil, errorf("postgres: claim from %q: %w", params.Queue, err)
 	}
 	switch {
-	case res.locked && !res.stillLimited:
-		s.limited.set(params.Queue, false) // its limits were lifted
-	case p.queue != "" && p.wait && !res.locked:
-		s.limited.set(params.Queue, false) // it has no settings (a view of a transaction rolled back)
+	case res.locked:
+		// Its limits as the lock read them: lifted, or changed.
+		s.limited.set(params.Queue, res.stillLimited, res.counted)
+	case p.queue != "" && p.wait:
+		s.limited.set(params.Queue, false, false) // it has no settings (a view of a transaction rolled back)
 	}
 	if len(res.jobs) < params.Max {
 		s.limited.claimedShort()
@@ -106,10 +107,11 @@ type claimPlan struct {
 type claimResult struct {
 	jobs []*job.Job
 	// limitedQueues, for a plan that reloads, are the limited queues.
-	limitedQueues []string
+	limitedQueues []limitedQueue
 	// locked: the limited claim held its queue's lock; stillLimited: the
-	// queue was limited when it took it.
-	locked, stillLimited bool
+	// queue was limited when it took it; counted: it counted its running
+	// jobs then.
+	locked, stillLimited, counted bool
 }
 
 // plan makes the plan of a claim of params, by the limited path or not.
@@ -210,11 +212,12 @@ func (s *executor) claimOnce(ctx context.Context, p claimPlan) (claimResult, err
 			}
 		}, func(br pgx.BatchResults) error {
 			if p.queue != "" {
-				var limited *bool
-				if err := br.QueryRow().Scan(&isolation, &limited); err != nil {
+				var limited, counted *bool
+				if err := br.QueryRow().Scan(&isolation, &limited, &counted); err != nil {
 					return fmt.Errorf("lock the queue: %w", err)
 				}
 				res.locked, res.stillLimited = limited != nil, limited != nil && *limited
+				res.counted = res.stillLimited && counted != nil && *counted
 			}
 			rows, err := br.Query()
 			if err != nil {
@@ -231,7 +234,11 @@ func (s *executor) claimOnce(ctx context.Context, p claimPlan) (claimResult, err
 				if err != nil {
 					return fmt.Errorf("read the limited queues: %w", err)
 				}
-				if res.limitedQueues, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+				res.limitedQueues, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (limitedQueue, error) {
+					var q limitedQueue
+					return q, row.Scan(&q.name, &q.counted)
+				})
+				if err != nil {
 					return fmt.Errorf("read the limited queues: %w", err)
 				}
 			}

@@ -71,7 +71,8 @@ func (s *executor) finishSucceeded(ctx context.Context, r *rounds, outcomes []st
 	}
 	done := make(map[[2]uuid.UUID]bool, len(outcomes))
 	err := r.pinnedRound(ctx, true, func(b *pgx.Batch) {
-		b.Queue(finishSucceededSQL, s.now(), ids, tokens, results, string(job.SucceededState), owners)
+		b.Queue(finishSucceededSQL, s.now(), ids, tokens, results, string(job.SucceededState), owners,
+			s.limited.countedQueues())
 	}, func(br pgx.BatchResults) error {
 		rows, err := br.Query()
 		if err != nil {
@@ -204,7 +205,7 @@ func (s *executor) setStateIfRunning(ctx context.Context, r *rounds, now *time.T
 	queue := func(b *pgx.Batch) {
 		if n > 0 {
 			b.Queue(setStateIfRunningSQL, now, ids, tokens, states, runAts, attempts,
-				finishedAts, results, lastErrors, entries, attemptedAts, alerts)
+				finishedAts, results, lastErrors, entries, attemptedAts, alerts, s.limited.countedQueues())
 		}
 		if len(throttles) > 0 {
 			b.Queue(flowThrottleSQL, now, throttled, untils)

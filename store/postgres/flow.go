@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -94,8 +95,42 @@ func (s *executor) QueueSetLimits(ctx context.Context, queue string, limits flow
 	if _, err := s.db.Exec(ctx, queueSetLimitsSQL, args...); err != nil {
 		return errorf("postgres: set the limits of queue %q: %w", queue, err)
 	}
-	s.afterCommit(func() { s.limited.set(queue, limits.Limited()) })
+	s.afterCommit(func() { s.limited.set(queue, limits.Limited(), counts(limits)) })
 	return nil
+}
+
+// QueueSetThrottleByIfUnset sets a queue's throttle_by where it has none,
+// in one conditional statement (queue_set_throttle_by.sql) that keeps
+// every other setting, a concurrent writer's included. This node's view
+// of the limited queues follows at once. See store.Store.
+func (s *executor) QueueSetThrottleByIfUnset(ctx context.Context, queue, by string) (bool, error) {
+	if err := checkThrottleBy(queue, by); err != nil {
+		return false, err
+	}
+	var counted bool
+	err := s.db.QueryRow(ctx, queueSetThrottleBySQL, s.now(), queue, by).Scan(&counted)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, errorf("postgres: set the throttle_by of queue %q: %w", queue, err)
+	}
+	s.afterCommit(func() { s.limited.set(queue, true, counted) })
+	return true, nil
+}
+
+// checkThrottleBy checks QueueSetThrottleByIfUnset's arguments.
+func checkThrottleBy(queue, by string) error {
+	if queue == "" {
+		return job.Invalid("queue", "is required")
+	}
+	if err := job.CheckName("queue", queue); err != nil {
+		return err
+	}
+	if by == "" {
+		return job.Invalid("throttle_by", "is required")
+	}
+	return flow.Limits{ThrottleBy: by}.Check()
 }
 
 // positive maps a number that is not positive (none) to SQL NULL.

@@ -103,8 +103,8 @@ func TestLimitedClaimInTxSkipsBusyQueues(t *testing.T) {
 	}
 	defer func() { _ = tx.Rollback(context.Background()) }()
 	var isolation string
-	var limited *bool
-	if err := tx.QueryRow(ctx, flowLockSQL, "b").Scan(&isolation, &limited); err != nil || limited == nil {
+	var limited, counted *bool
+	if err := tx.QueryRow(ctx, flowLockSQL, "b").Scan(&isolation, &limited, &counted); err != nil || limited == nil {
 		t.Fatalf("lock b: %v, %v", limited, err)
 	}
 	err = s.InTx(ctx, func(ctx context.Context, ex store.Executor) error {

@@ -97,6 +97,8 @@ var (
 	queueSetPausedSQL string
 	//go:embed sql/queue_set_limits.sql
 	queueSetLimitsSQL string
+	//go:embed sql/queue_set_throttle_by.sql
+	queueSetThrottleBySQL string
 	//go:embed sql/queue_settings.sql
 	queueSettingsSQL string
 	//go:embed sql/set_state_if_running.sql

@@ -57,7 +57,7 @@ func (s *executor) JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error)
 		wake *wakeups
 	)
 	err := s.jobsTx(ctx, func(tx *jobWrite) error {
-		wake = newWakeups(tx.now)
+		wake = newWakeups(tx.now, s.counted)
 		cur, err := scanJob(tx.QueryRowContext(ctx, jobGetSQL, id.String()))
 		if err != nil {
 			return err
@@ -93,7 +93,7 @@ func (s *executor) JobRerun(ctx context.Context, id uuid.UUID, params store.Reru
 		wake *wakeups
 	)
 	err := s.jobsTx(ctx, func(tx *jobWrite) error {
-		wake = newWakeups(tx.now)
+		wake = newWakeups(tx.now, s.counted)
 		cur, err := scanJob(tx.QueryRowContext(ctx, jobGetSQL, id.String()))
 		if err != nil {
 			return err
@@ -209,7 +209,7 @@ func (s *executor) JobRescue(ctx context.Context, limit int) (int, error) {
 		n    int
 	)
 	err := s.jobsTx(ctx, func(tx *jobWrite) error {
-		wake = newWakeups(tx.now)
+		wake = newWakeups(tx.now, s.counted)
 		held, err := lockHeld(ctx, tx, lockExpiredSQL, sql.Named("now", tx.now), sql.Named("limit", limit))
 		if err != nil || len(held) == 0 {
 			return err
@@ -244,7 +244,7 @@ func (s *executor) JobTimeOut(ctx context.Context, params store.TimeOutParams) (
 		n    int
 	)
 	err := s.jobsTx(ctx, func(tx *jobWrite) error {
-		wake = newWakeups(tx.now)
+		wake = newWakeups(tx.now, s.counted)
 		held, err := lockHeld(ctx, tx, lockTimedOutSQL, sql.Named("now", tx.now), sql.Named("limit", params.Limit))
 		if err != nil || len(held) == 0 {
 			return err

@@ -71,3 +71,33 @@ func benchClaimFinish(b *testing.B, limits flow.Limits, partitions int) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
 }
+
+// BenchmarkClaimPausedQueue claims from a paused queue that holds 100 000
+// queued jobs: the claim must refuse the queue once, not job by job.
+func BenchmarkClaimPausedQueue(b *testing.B) {
+	const backlog = 100_000
+	s := openTemp(b, nil)
+	ctx := b.Context()
+	if err := s.QueueSetPaused(ctx, job.DefaultQueue, true); err != nil {
+		b.Fatal(err)
+	}
+	params := make([]job.InsertParams, 1000)
+	for i := range params {
+		params[i] = job.InsertParams{Kind: "noop"}
+	}
+	for range backlog / len(params) {
+		if _, err := s.JobInsertMany(ctx, params); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for range b.N {
+		jobs, err := s.JobClaim(ctx, store.ClaimParams{Queue: job.DefaultQueue, Max: 100, Owner: "bench"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(jobs) != 0 {
+			b.Fatalf("claimed %d jobs of a paused queue", len(jobs))
+		}
+	}
+}

@@ -38,7 +38,7 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 		}
 		var limits *flowLimits
 		if len(ids) == 0 {
-			if limits, err = readFlowLimits(ctx, tx, params); err != nil || limits == nil {
+			if limits, err = readFlowLimits(ctx, tx, params, s.counted); err != nil || limits == nil {
 				return err
 			}
 			if ids, partitions, err = claimCandidates(ctx, tx.Tx, params, tx.now, limits); err != nil {

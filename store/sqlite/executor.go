@@ -27,6 +27,9 @@ type executor struct {
 
 	hub       *wakeup.Hub[store.Notification]
 	scheduler *wakeup.Scheduler
+	// counted is the file's queues that count their running jobs, shared
+	// with the hub.
+	counted *countedQueues
 
 	// owner is the Store: its own transaction's context is refused on it.
 	owner *Store

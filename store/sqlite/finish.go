@@ -34,10 +34,10 @@ func (s *executor) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]s
 		results []store.FinishResult
 	)
 	err := s.jobsTx(ctx, func(tx *jobWrite) error {
-		wake = newWakeups(tx.now)
+		wake = newWakeups(tx.now, s.counted)
 		var err error
 		if store.SucceededOnce(outcomes) {
-			results, err = finishSucceeded(ctx, tx, outcomes)
+			results, err = finishSucceeded(ctx, tx, wake, outcomes)
 		} else {
 			results, err = finish(ctx, tx, wake, outcomes)
 		}
@@ -53,8 +53,9 @@ func (s *executor) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]s
 // finishSucceeded applies a batch of successes of distinct jobs in one
 // statement, with the state job.Finish decides for every success
 // (job.SucceededState), which leaves the journal as it is: the row
-// implies the success's entry.
-func finishSucceeded(ctx context.Context, tx *jobWrite, outcomes []store.Outcome) ([]store.FinishResult, error) {
+// implies the success's entry. It notes the wake-ups of the queues whose
+// room the successes freed (wakeups.left).
+func finishSucceeded(ctx context.Context, tx *jobWrite, wake *wakeups, outcomes []store.Outcome) ([]store.FinishResult, error) {
 	type success struct {
 		ID     string  `json:"id"`
 		Token  string  `json:"token"`
@@ -86,14 +87,21 @@ func finishSucceeded(ctx context.Context, tx *jobWrite, outcomes []store.Outcome
 		return nil, fmt.Errorf("finish successes: %w", err)
 	}
 	defer rows.Close()
-	var events []outboxEvent
+	var (
+		events    []outboxEvent
+		lastQueue string
+	)
 	for rows.Next() {
 		var (
-			id       string
-			callback bool
+			id, queue string
+			callback  bool
 		)
-		if err := rows.Scan(&id, &callback); err != nil {
+		if err := rows.Scan(&id, &callback, &queue); err != nil {
 			return nil, fmt.Errorf("finish successes: %w", err)
+		}
+		if queue != lastQueue {
+			wake.left(queue)
+			lastQueue = queue
 		}
 		i, ok := index[id]
 		if !ok {
@@ -183,7 +191,8 @@ func lockHeld(ctx context.Context, tx *jobWrite, query string, args ...any) ([]s
 // fenced by state running and its lease token, with the journal entries
 // and attempted_at they decided, in one statement
 // (set_state_if_running.sql), and the throttles they set, and notes the
-// wake-ups they call for. The
+// wake-ups they call for: of the jobs due again now, and of the queues
+// whose room their ends freed (wakeups.left). The
 // transaction holds the write lock since it read the facts, so every one
 // applies; one that did not would be a bug, and fails the transaction.
 func setStateIfRunning(ctx context.Context, tx *jobWrite, wake *wakeups, decided []store.Decided) error {
@@ -254,6 +263,7 @@ func setStateIfRunning(ctx context.Context, tx *jobWrite, wake *wakeups, decided
 		if d.State == job.StateQueued {
 			wake.add(d.Queue, d.RunAt.UnixMicro())
 		}
+		wake.left(d.Queue)
 		id := d.ID.String()
 		if callbacks[id] {
 			events = append(events, outboxEvent{ID: id, Type: store.WebhookCallback})

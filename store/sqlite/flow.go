@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -131,10 +132,52 @@ func (s *executor) QueueSetLimits(ctx context.Context, queue string, limits flow
 	if err != nil {
 		return errorf("sqlite: set the limits of queue %q: %w", queue, err)
 	}
-	if !paused {
-		s.afterCommit(func() { s.wakeQueue(queue) })
-	}
+	s.afterCommit(func() {
+		s.counted.set(queue, limits.GlobalLimit > 0 || limits.PartitionLimit > 0)
+		if !paused {
+			s.wakeQueue(queue)
+		}
+	})
 	return nil
+}
+
+// QueueSetThrottleByIfUnset sets a queue's throttle_by where it has none,
+// keeping every other setting, in one write transaction
+// (queue_set_throttle_by.sql). See store.Store.
+func (s *executor) QueueSetThrottleByIfUnset(ctx context.Context, queue, by string) (bool, error) {
+	if err := checkThrottleBy(queue, by); err != nil {
+		return false, err
+	}
+	set := false
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		var name string
+		err := tx.QueryRowContext(ctx, queueSetThrottleBySQL, sql.Named("name", queue),
+			sql.Named("throttle_by", by), sql.Named("now", s.now())).Scan(&name)
+		if errors.Is(err, sql.ErrNoRows) {
+			set = false
+			return nil
+		}
+		set = err == nil
+		return err
+	})
+	if err != nil {
+		return false, errorf("sqlite: set the throttle_by of queue %q: %w", queue, err)
+	}
+	return set, nil
+}
+
+// checkThrottleBy checks QueueSetThrottleByIfUnset's arguments.
+func checkThrottleBy(queue, by string) error {
+	if queue == "" {
+		return job.Invalid("queue", "is required")
+	}
+	if err := job.CheckName("queue", queue); err != nil {
+		return err
+	}
+	if by == "" {
+		return job.Invalid("throttle_by", "is required")
+	}
+	return flow.Limits{ThrottleBy: by}.Check()
 }
 
 // positive is n, or nil (SQL NULL) when it is not positive (none).

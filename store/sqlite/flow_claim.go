@@ -52,18 +52,22 @@ type flowSettings struct {
 
 // readFlowLimits reads what a claim of params.Queue may hand out, when
 // the queue is limited and neither paused nor throttled; nil otherwise,
-// and then nothing is to be claimed.
-func readFlowLimits(ctx context.Context, tx *jobWrite, params store.ClaimParams) (*flowLimits, error) {
+// and then nothing is to be claimed. It records in counted whether the
+// queue counts its running jobs: a claim refused for want of room waits
+// for a job's end to wake it.
+func readFlowLimits(ctx context.Context, tx *jobWrite, params store.ClaimParams, counted *countedQueues) (*flowLimits, error) {
 	var st flowSettings
 	err := tx.QueryRowContext(ctx, flowSettingsSQL, sql.Named("queue", params.Queue)).Scan(&st.paused, &st.limited,
 		&st.global, &st.partition, &st.rateLimit, &st.ratePeriodUS, &st.rateBy, &st.burst, &st.throttleBy,
 		&st.rateTat, &st.throttledUntil)
 	if errors.Is(err, sql.ErrNoRows) {
+		counted.set(params.Queue, false)
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read the queue's limits: %w", err)
 	}
+	counted.set(params.Queue, st.limited && (st.global.Valid || st.partition.Valid))
 	if !st.limited || st.paused || (st.throttledUntil.Valid && st.throttledUntil.Int64 > tx.now) {
 		return nil, nil
 	}

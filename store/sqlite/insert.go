@@ -46,7 +46,7 @@ func (s *executor) JobInsertMany(ctx context.Context, params []job.InsertParams)
 	var wake *wakeups
 	results := make([]store.InsertResult, len(rows))
 	err := s.jobsTx(ctx, func(tx *jobWrite) error {
-		wake = newWakeups(tx.now)
+		wake = newWakeups(tx.now, s.counted)
 		ins, err := tx.PrepareContext(ctx, jobInsertSQL)
 		if err != nil {
 			return err

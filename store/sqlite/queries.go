@@ -32,6 +32,9 @@ var flowThrottlePartitionsSQL string
 //go:embed sql/queue_set_limits.sql
 var queueSetLimitsSQL string
 
+//go:embed sql/queue_set_throttle_by.sql
+var queueSetThrottleBySQL string
+
 //go:embed sql/queue_clear_partitions.sql
 var queueClearPartitionsSQL string
 

@@ -149,7 +149,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, errorf("sqlite: open %s: %w", abs, err)
 	}
 
-	s.hub = acquireHub(abs)
+	s.hub, s.counted = acquireHub(abs)
 	s.scheduler = wakeup.NewScheduler(s.clock, s.wakeQueue)
 	return s, nil
 }

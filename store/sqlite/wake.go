@@ -11,29 +11,78 @@ import (
 
 // hubs holds one wakeup.Hub per database file in this process, so that
 // Store values opened on the same file (two "nodes" in one test, say) see
-// each other's notifications (wake-ups and cancel requests). Entries are counted by their open Stores and
-// dropped with the last one.
+// each other's notifications (wake-ups and cancel requests), and share
+// their view of the queues that count their running jobs. Entries are
+// counted by their open Stores and dropped with the last one.
 var hubs = struct {
 	sync.Mutex
 	m map[string]*sharedHub
 }{m: make(map[string]*sharedHub)}
 
 type sharedHub struct {
-	hub  wakeup.Hub[store.Notification]
-	refs int
+	hub     wakeup.Hub[store.Notification]
+	counted countedQueues
+	refs    int
 }
 
-// acquireHub returns the hub of the file at abs (a cleaned absolute path).
-func acquireHub(abs string) *wakeup.Hub[store.Notification] {
+// acquireHub returns the hub of the file at abs (a cleaned absolute path)
+// and its view of the queues that count their running jobs.
+func acquireHub(abs string) (*wakeup.Hub[store.Notification], *countedQueues) {
 	hubs.Lock()
 	defer hubs.Unlock()
 	h, ok := hubs.m[abs]
 	if !ok {
-		h = &sharedHub{}
+		h = &sharedHub{counted: countedQueues{names: make(map[string]bool)}}
 		hubs.m[abs] = h
 	}
 	h.refs++
-	return &h.hub
+	return &h.hub, &h.counted
+}
+
+// countedQueues is this process's view of the file's queues whose limits
+// count their running jobs (a global_limit or a partition_limit): a job of
+// one that leaves the running state makes room that the queue's claimers
+// may be waiting for, and the write that ends it wakes them (wakeups.left).
+// A claim by the limited path records what it read of its queue
+// (readFlowLimits), and QueueSetLimits what it wrote: the claimers that
+// wait for room are those whose claims were refused for want of it, so
+// the view knows every queue they wait on. A queue it misses leaves its
+// claimers to their pacing delay; one it keeps after its limits were
+// lifted elsewhere (another process) costs a wake-up per write that ends
+// its jobs.
+type countedQueues struct {
+	mu    sync.RWMutex
+	names map[string]bool
+}
+
+// set records whether queue counts its running jobs.
+func (c *countedQueues) set(queue string, counted bool) {
+	if c == nil {
+		return
+	}
+	c.mu.RLock()
+	known := c.names[queue]
+	c.mu.RUnlock()
+	if known == counted {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if counted {
+		c.names[queue] = true
+	} else {
+		delete(c.names, queue)
+	}
+}
+
+// has reports whether queue counts its running jobs.
+func (c *countedQueues) has(queue string) bool {
+	if c == nil {
+		return false
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.names[queue]
 }
 
 // releaseHub drops one reference to the hub of abs.
@@ -89,11 +138,24 @@ func (s *Store) Listen(ctx context.Context, notify func(store.Notification)) err
 // available, to be woken once the write has committed (a listener that
 // claims at once must see the jobs).
 type wakeups struct {
-	now    int64
-	queues map[string]int64 // queue -> earliest run_at, unix µs
+	now     int64
+	queues  map[string]int64 // queue -> earliest run_at, unix µs
+	counted *countedQueues
 }
 
-func newWakeups(now int64) *wakeups { return &wakeups{now: now} }
+// newWakeups collects the wake-ups of a write at now; counted says which
+// queues a job's end wakes (left).
+func newWakeups(now int64, counted *countedQueues) *wakeups {
+	return &wakeups{now: now, counted: counted}
+}
+
+// left notes that a job of queue left the running state: when the queue
+// counts its running jobs, that made room, and its claimers are woken.
+func (w *wakeups) left(queue string) {
+	if w.counted.has(queue) {
+		w.add(queue, w.now)
+	}
+}
 
 // add notes that a job of queue is available at runAt (unix µs).
 func (w *wakeups) add(queue string, runAt int64) {

@@ -1,7 +1,10 @@
 package storetest
 
 import (
+	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +22,8 @@ var flowThrottleTests = []test{
 	{"NeverShortened", testFlowThrottleNeverShortened},
 	{"Batch", testFlowThrottleBatch},
 	{"CancelWins", testFlowThrottleCancelWins},
+	{"ByIfUnset", testFlowThrottleByIfUnset},
+	{"ByIfUnsetConcurrent", testFlowThrottleByIfUnsetConcurrent},
 }
 
 // throttle reports j's failure with a throttle of d, which must apply.
@@ -209,6 +214,105 @@ func testFlowThrottleCancelWins(t *testing.T, e *env) {
 	for _, st := range all {
 		if st.Name == q && st.ThrottledUntil != nil {
 			t.Fatalf("queue throttled until %v, want no throttle", st.ThrottledUntil)
+		}
+	}
+}
+
+// setThrottleBy runs QueueSetThrottleByIfUnset on s and returns whether
+// it set throttle_by.
+func setThrottleBy(t *testing.T, s store.Store, queue string) bool {
+	t.Helper()
+	set, err := s.QueueSetThrottleByIfUnset(t.Context(), queue, byPartition)
+	if err != nil {
+		t.Fatalf("QueueSetThrottleByIfUnset %q: %v", queue, err)
+	}
+	return set
+}
+
+// testFlowThrottleByIfUnset: QueueSetThrottleByIfUnset sets throttle_by
+// where none is set (an unknown queue is created), keeps every other
+// setting, and changes nothing where one is set; bad arguments are
+// refused with a validation error naming the field, and change nothing.
+func testFlowThrottleByIfUnset(t *testing.T, e *env) {
+	const fresh = "throttle-by-fresh"
+	if !setThrottleBy(t, e.s, fresh) {
+		t.Fatalf("throttle_by of an unknown queue not set")
+	}
+	wantLimits(t, "unknown queue", e.settingsOf(t, fresh), fresh, false, flow.Limits{ThrottleBy: byPartition})
+	if setThrottleBy(t, e.s, fresh) {
+		t.Fatalf("throttle_by set again")
+	}
+
+	const q = "throttle-by-kept"
+	l := flow.Limits{GlobalLimit: 7, PartitionLimit: 3, Rate: &flow.Rate{Limit: 100, Period: time.Minute, By: byPartition, Burst: 4}}
+	e.setLimits(t, q, l)
+	e.setPaused(t, q, true)
+	if !setThrottleBy(t, e.s, q) {
+		t.Fatalf("throttle_by of a queue without one not set")
+	}
+	want := l
+	want.ThrottleBy = byPartition
+	wantLimits(t, "operator's limits", e.settingsOf(t, q), q, true, want)
+	if setThrottleBy(t, e.s, q) {
+		t.Fatalf("throttle_by set again")
+	}
+	wantLimits(t, "second call", e.settingsOf(t, q), q, true, want)
+
+	for _, bad := range []struct{ queue, by, field string }{
+		{q, "", "throttle_by"},
+		{q, "tenant", "throttle_by"},
+		{"", byPartition, "queue"},
+	} {
+		var verr *job.ValidationError
+		set, err := e.s.QueueSetThrottleByIfUnset(t.Context(), bad.queue, bad.by)
+		if set || !errors.As(err, &verr) || verr.Field != bad.field {
+			t.Fatalf("QueueSetThrottleByIfUnset(%q, %q): %v, %v, want a validation error naming %s", bad.queue, bad.by, set, err, bad.field)
+		}
+	}
+	e.setLimits(t, q, l)
+	wantLimits(t, "after refusals and a reset", e.settingsOf(t, q), q, true, l)
+}
+
+// testFlowThrottleByIfUnsetConcurrent: an operator's limits written on
+// another node while QueueSetThrottleByIfUnset runs are never lost:
+// whichever commits last, the queue ends with the operator's global
+// limit, and with throttle_by exactly when the conditional write came
+// last or found none set. A read of the settings followed by a write
+// of them with throttle_by added loses the operator's write when it
+// lands between the two.
+func testFlowThrottleByIfUnsetConcurrent(t *testing.T, e *env) {
+	other := e.otherNode(t)
+	for round := range 40 {
+		q := fmt.Sprintf("throttle-by-race-%d", round)
+		e.setLimits(t, q, flow.Limits{GlobalLimit: 1})
+		operator := flow.Limits{GlobalLimit: 7}
+		var (
+			wg  sync.WaitGroup
+			set bool
+			err [2]error
+		)
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			set, err[0] = e.s.QueueSetThrottleByIfUnset(t.Context(), q, byPartition)
+		}()
+		go func() {
+			defer wg.Done()
+			err[1] = other.QueueSetLimits(t.Context(), q, operator)
+		}()
+		wg.Wait()
+		if err[0] != nil || err[1] != nil {
+			t.Fatalf("round %d: QueueSetThrottleByIfUnset: %v; QueueSetLimits: %v", round, err[0], err[1])
+		}
+		if !set {
+			t.Fatalf("round %d: throttle_by not set where none ever was", round)
+		}
+		got := e.settingsOf(t, q).Limits
+		if got.GlobalLimit != operator.GlobalLimit {
+			t.Fatalf("round %d: limits %s, want the operator's global_limit %d kept", round, got, operator.GlobalLimit)
+		}
+		if got.ThrottleBy != "" && got.ThrottleBy != byPartition {
+			t.Fatalf("round %d: throttle_by %q", round, got.ThrottleBy)
 		}
 	}
 }

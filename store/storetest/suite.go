@@ -71,6 +71,7 @@ func Run(t *testing.T, open Opener, node NodeOpener) {
 		{"Flow", flowTests},
 		{"FlowThrottle", flowThrottleTests},
 		{"FlowNodes", flowNodeTests},
+		{"FlowWake", flowWakeTests},
 		{"FlowRules", flowRuleTests},
 	}
 	for _, g := range groups {

@@ -14,6 +14,12 @@
 -- A job with a callback URL records its callback in the outbox, in this
 -- same statement (store.WebhookStore); for the others the outbox's
 -- INSERT reads the rows the UPDATE returned and writes nothing.
+--
+-- $7 names the queues that count their running jobs (a global_limit or a
+-- partition_limit; the driver's view, limitedQueues): a job of one of
+-- them that finishes makes room that claimers on any node may wait for,
+-- so each such queue is woken once, on commit (as insert.sql wakes). For
+-- a batch of other queues that is a test per row and nothing sent.
 WITH done AS (
     UPDATE jobd_jobs j SET
         state = $5::text,
@@ -40,5 +46,11 @@ callbacks AS (
            callback_url
     FROM done
     WHERE callback_url IS NOT NULL
+),
+-- A CTE that only reads runs only when the statement reads it, hence the
+-- join below.
+woken AS (
+    SELECT count(pg_notify('jobd_wake', queue)) AS queues
+    FROM (SELECT DISTINCT queue FROM done WHERE queue = ANY ($7::text[])) limited
 )
-SELECT id, token FROM done;
+SELECT id, token FROM done, woken;

@@ -7,10 +7,12 @@
 -- $9 last errors (NULL: kept), $10 the entries to append to the journal
 -- (a JSON array, job.MarshalJournal; NULL: none), $11 attempted_at (NULL:
 -- cleared), $12 the outbox event each records (store.AlertOf; NULL:
--- none).
+-- none); $13 the queues that count their running jobs (see
+-- finish_succeeded.sql).
 --
 -- Returns the ids it changed. Jobs that went back to the queue and can
--- run now wake their queue (see insert.sql). A job made final that has a
+-- run now wake their queue (see insert.sql), and so does every job of a
+-- queue of $13: it left the running state, making room (each queue once). A job made final that has a
 -- callback URL records its callback in the outbox, and a decided event is
 -- recorded there too, in this same statement (store.WebhookStore).
 WITH done AS (
@@ -46,7 +48,8 @@ WITH done AS (
 -- commits.
 woken AS (
     SELECT count(pg_notify('jobd_wake', queue)) AS queues
-    FROM (SELECT DISTINCT queue FROM done WHERE state = 'queued' AND run_at <= updated_at) available
+    FROM (SELECT DISTINCT queue FROM done
+          WHERE (state = 'queued' AND run_at <= updated_at) OR queue = ANY ($13::text[])) available
 ),
 -- A data-modifying CTE runs whether or not the statement reads it.
 outbox AS (

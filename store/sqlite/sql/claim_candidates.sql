@@ -17,10 +17,6 @@ WHERE j.state = 'queued'
   -- The claimer's cursor (:after 1 when set): only jobs after it.
   AND (:after = 0 OR (j.priority, j.run_at, j.id) > (:after_priority, :after_run_at, :after_id))
   AND j.run_at <= :now
-  AND NOT EXISTS (
-      SELECT 1 FROM jobd_queues AS q
-      WHERE q.name = :queue
-        AND (q.paused OR (:limited = 0 AND (q.limited OR q.throttled_until > :now))))
   AND (:blocked IS NULL OR coalesce(j.partition_key, '') NOT IN (SELECT value FROM json_each(:blocked)))
   AND (j.lock_key IS NULL OR NOT EXISTS (
       SELECT 1 FROM jobd_jobs AS r
@@ -43,4 +39,11 @@ WHERE j.state = 'queued'
                 SELECT 1 FROM json_each(j.prefers) AS c
                 WHERE c.value NOT IN (SELECT value FROM json_each(w.capabilities)))))
 ORDER BY j.priority, j.run_at, j.id
-LIMIT :scan
+-- The probe of the queue's settings, in the LIMIT, runs once: a queue it
+-- refuses costs no walk of its jobs (in the WHERE clause, SQLite walked
+-- them all, testing it for each).
+LIMIT CASE WHEN EXISTS (
+          SELECT 1 FROM jobd_queues AS q
+          WHERE q.name = :queue
+            AND (q.paused OR (:limited = 0 AND (q.limited OR q.throttled_until > :now))))
+      THEN 0 ELSE :scan END

@@ -8,7 +8,9 @@
 -- owner ('': not fenced by it). Fenced like every finish: a job whose row
 -- does not come back had lost its lease (or passed its deadline); one that comes back with
 -- callback true has a callback URL, whose callback the driver records in
--- the outbox (webhook_events_record.sql) in this same transaction.
+-- the outbox (webhook_events_record.sql) in this same transaction; its
+-- queue says whose claimers the driver wakes (a queue that counts its
+-- running jobs: see countedQueues).
 --
 -- Planned against any statistics: the jobs come from the IN list (a
 -- primary-key search per id), their values from temp.jobd_batch, where
@@ -32,4 +34,4 @@ WHERE jobd_jobs.id IN (SELECT value ->> 'id' FROM json_each(:batch))
   AND jobd_jobs.lease_token = b.v_token
   AND (coalesce(b.v_owner, '') = '' OR jobd_jobs.lease_owner = b.v_owner)
   AND (jobd_jobs.deadline IS NULL OR jobd_jobs.deadline > :now)
-RETURNING id, callback_url IS NOT NULL AS callback
+RETURNING id, callback_url IS NOT NULL AS callback, queue
