@@ -108,15 +108,7 @@ func TestRatePacesClaims(t *testing.T) {
 func TestGlobalLimitPacedClaims(t *testing.T) {
 	eachStore(t, func(t *testing.T, s store.Store) {
 		ctx := context.Background()
-		if err := s.QueueSetLimits(ctx, "narrow", flow.Limits{GlobalLimit: 1}); err != nil {
-			t.Fatal(err)
-		}
-		insert(t, s, job.InsertParams{Kind: "noop", Queue: "narrow"})
-		held, err := s.JobClaim(ctx, store.ClaimParams{Queue: "narrow", Max: 1, Owner: "elsewhere"})
-		if err != nil || len(held) != 1 {
-			t.Fatalf("claim: %d jobs, %v", len(held), err)
-		}
-		next := insert(t, s, job.InsertParams{Kind: "noop", Queue: "narrow"})
+		held, next := fillGlobalLimit(t, s)
 		e := newEngine(t, s, newLogs(t), engine.Config{PollInterval: time.Hour,
 			Queues: []engine.QueueConfig{{Queue: "narrow", Concurrency: 2}}})
 		armed := engine.PollArmedSignal(e)
@@ -130,7 +122,7 @@ func TestGlobalLimitPacedClaims(t *testing.T) {
 		if j, err := s.JobGet(ctx, next.ID); err != nil || j.State != job.StateQueued {
 			t.Fatalf("the second job ran past the global limit: %+v, %v", j, err)
 		}
-		res, err := s.JobFinish(ctx, []store.Outcome{{Lease: store.Lease{ID: held[0].ID, Token: held[0].LeaseToken, Owner: "elsewhere"},
+		res, err := s.JobFinish(ctx, []store.Outcome{{Lease: store.Lease{ID: held.ID, Token: held.LeaseToken, Owner: "elsewhere"},
 			Status: store.OutcomeSucceeded}})
 		if err != nil || res[0].Lost {
 			t.Fatalf("finish: %+v, %v", res, err)
@@ -147,15 +139,7 @@ func TestGlobalLimitPacedClaims(t *testing.T) {
 func TestGlobalLimitFinishWakesPool(t *testing.T) {
 	eachStore(t, func(t *testing.T, s store.Store) {
 		ctx := context.Background()
-		if err := s.QueueSetLimits(ctx, "narrow", flow.Limits{GlobalLimit: 1}); err != nil {
-			t.Fatal(err)
-		}
-		insert(t, s, job.InsertParams{Kind: "noop", Queue: "narrow"})
-		held, err := s.JobClaim(ctx, store.ClaimParams{Queue: "narrow", Max: 1, Owner: "elsewhere"})
-		if err != nil || len(held) != 1 {
-			t.Fatalf("claim: %d jobs, %v", len(held), err)
-		}
-		next := insert(t, s, job.InsertParams{Kind: "noop", Queue: "narrow"})
+		held, next := fillGlobalLimit(t, s)
 		e := newEngine(t, s, newLogs(t), engine.Config{Clock: clock.NewFake(time.Now()), PollInterval: time.Hour,
 			HeartbeatInterval: time.Hour, ReaperInterval: time.Hour,
 			Queues: []engine.QueueConfig{{Queue: "narrow", Concurrency: 2}}})
@@ -167,11 +151,28 @@ func TestGlobalLimitFinishWakesPool(t *testing.T) {
 		if j, err := s.JobGet(ctx, next.ID); err != nil || j.State != job.StateQueued {
 			t.Fatalf("the second job ran past the global limit: %+v, %v", j, err)
 		}
-		res, err := s.JobFinish(ctx, []store.Outcome{{Lease: store.Lease{ID: held[0].ID, Token: held[0].LeaseToken, Owner: "elsewhere"},
+		res, err := s.JobFinish(ctx, []store.Outcome{{Lease: store.Lease{ID: held.ID, Token: held.LeaseToken, Owner: "elsewhere"},
 			Status: store.OutcomeSucceeded}})
 		if err != nil || res[0].Lost {
 			t.Fatalf("finish: %+v, %v", res, err)
 		}
 		waitState(t, s, next.ID, job.StateSucceeded)
 	})
+}
+
+// fillGlobalLimit limits the queue "narrow" to one running job, which
+// another holder ("elsewhere") claims, and queues a second: it returns
+// the held job and the queued one.
+func fillGlobalLimit(t *testing.T, s store.Store) (held *job.Job, next *job.Job) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.QueueSetLimits(ctx, "narrow", flow.Limits{GlobalLimit: 1}); err != nil {
+		t.Fatal(err)
+	}
+	insert(t, s, job.InsertParams{Kind: "noop", Queue: "narrow"})
+	claimed, err := s.JobClaim(ctx, store.ClaimParams{Queue: "narrow", Max: 1, Owner: "elsewhere"})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %d jobs, %v", len(claimed), err)
+	}
+	return claimed[0], insert(t, s, job.InsertParams{Kind: "noop", Queue: "narrow"})
 }

@@ -661,3 +661,18 @@ type APIKey struct {
 	// WorkerID is the remote worker the key belongs to, if any.
 	WorkerID string
 }
+
+// CheckThrottleBy checks the arguments of
+// QueueSetThrottleByIfUnset, naming the field at fault.
+func CheckThrottleBy(queue, by string) error {
+	if queue == "" {
+		return job.Invalid("queue", "is required")
+	}
+	if err := job.CheckName("queue", queue); err != nil {
+		return err
+	}
+	if by == "" {
+		return job.Invalid("throttle_by", "is required")
+	}
+	return flow.Limits{ThrottleBy: by}.Check()
+}

@@ -104,7 +104,7 @@ func (s *executor) QueueSetLimits(ctx context.Context, queue string, limits flow
 // every other setting, a concurrent writer's included. This node's view
 // of the limited queues follows at once. See store.Store.
 func (s *executor) QueueSetThrottleByIfUnset(ctx context.Context, queue, by string) (bool, error) {
-	if err := checkThrottleBy(queue, by); err != nil {
+	if err := store.CheckThrottleBy(queue, by); err != nil {
 		return false, err
 	}
 	var counted bool
@@ -117,20 +117,6 @@ func (s *executor) QueueSetThrottleByIfUnset(ctx context.Context, queue, by stri
 	}
 	s.afterCommit(func() { s.limited.set(queue, true, counted) })
 	return true, nil
-}
-
-// checkThrottleBy checks QueueSetThrottleByIfUnset's arguments.
-func checkThrottleBy(queue, by string) error {
-	if queue == "" {
-		return job.Invalid("queue", "is required")
-	}
-	if err := job.CheckName("queue", queue); err != nil {
-		return err
-	}
-	if by == "" {
-		return job.Invalid("throttle_by", "is required")
-	}
-	return flow.Limits{ThrottleBy: by}.Check()
 }
 
 // positive maps a number that is not positive (none) to SQL NULL.

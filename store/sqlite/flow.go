@@ -145,7 +145,7 @@ func (s *executor) QueueSetLimits(ctx context.Context, queue string, limits flow
 // keeping every other setting, in one write transaction
 // (queue_set_throttle_by.sql). See store.Store.
 func (s *executor) QueueSetThrottleByIfUnset(ctx context.Context, queue, by string) (bool, error) {
-	if err := checkThrottleBy(queue, by); err != nil {
+	if err := store.CheckThrottleBy(queue, by); err != nil {
 		return false, err
 	}
 	set := false
@@ -164,20 +164,6 @@ func (s *executor) QueueSetThrottleByIfUnset(ctx context.Context, queue, by stri
 		return false, errorf("sqlite: set the throttle_by of queue %q: %w", queue, err)
 	}
 	return set, nil
-}
-
-// checkThrottleBy checks QueueSetThrottleByIfUnset's arguments.
-func checkThrottleBy(queue, by string) error {
-	if queue == "" {
-		return job.Invalid("queue", "is required")
-	}
-	if err := job.CheckName("queue", queue); err != nil {
-		return err
-	}
-	if by == "" {
-		return job.Invalid("throttle_by", "is required")
-	}
-	return flow.Limits{ThrottleBy: by}.Check()
 }
 
 // positive is n, or nil (SQL NULL) when it is not positive (none).
