@@ -15,6 +15,7 @@ import (
 
 var wakeupTests = []test{
 	{"Insert", testWakeInsert},
+	{"InsertWakesDueQueuesOnly", testWakeInsertDueQueuesOnly},
 	{"Wake", testWakeWake},
 	{"DelayedInsert", testWakeDelayedInsert},
 	{"OperatorRetry", testWakeOperatorRetry},
@@ -143,6 +144,30 @@ func testWakeInsert(t *testing.T, e *env) {
 	l := e.listen(t)
 	e.insert(t, job.InsertParams{Queue: "mail", Kind: "k"})
 	l.waitFor(t, "mail")
+}
+
+// testWakeInsertDueQueuesOnly: a batch wakes each queue that got a job it
+// can run now, once, and no queue whose jobs are all due later.
+func testWakeInsertDueQueuesOnly(t *testing.T, e *env) {
+	l := e.listen(t)
+	later := e.now().Add(time.Minute)
+	_, err := e.s.JobInsertMany(t.Context(), []job.InsertParams{
+		{Queue: "later-only", Kind: "k", RunAt: later},
+		{Queue: "mixed", Kind: "k", RunAt: later},
+		{Queue: "now", Kind: "k"},
+		{Queue: "mixed", Kind: "k", RunAt: e.now().Add(-time.Second)},
+		{Queue: "now", Kind: "k"},
+	})
+	if err != nil {
+		t.Fatalf("JobInsertMany: %v", err)
+	}
+	woken := map[string]int{}
+	for _, n := range l.drain(t) {
+		woken[n.Queue]++
+	}
+	if woken["now"] != 1 || woken["mixed"] != 1 || woken["later-only"] != 0 {
+		t.Fatalf("wake-ups by queue %v, want now and mixed once each, later-only never", woken)
+	}
 }
 
 func testWakeWake(t *testing.T, e *env) {
