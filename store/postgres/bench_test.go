@@ -195,3 +195,24 @@ func BenchmarkInsertMany(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "jobs/s")
 }
+
+// BenchmarkInsertConcurrent inserts one job per JobInsertMany from 32
+// goroutines at once (many library callers, each enqueueing in a
+// transaction of its own) and reports jobs/s: how well concurrent
+// inserting transactions commit together.
+func BenchmarkInsertConcurrent(b *testing.B) {
+	s := openStore(b, migratedDatabase(b), clock.Real)
+	b.SetParallelism(16)
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		p := []job.InsertParams{{Queue: "bench", Kind: "noop"}}
+		for pb.Next() {
+			if _, err := s.JobInsertMany(context.Background(), p); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "jobs/s")
+}

@@ -19,11 +19,8 @@ import (
 const insertRounds = 5
 
 // JobInsertMany creates jobs in one transaction (the one s runs in, if
-// any). Jobs due now wake their queues (NOTIFY): when the caller's
-// transaction commits, or, in one of the driver's own, by a statement
-// that follows its COMMIT in the same round trip, so that inserts do not
-// commit one at a time (rounds.thenAfterCommit). A wake-up is arranged
-// for the jobs due later. In a transaction of its own,
+// any). Jobs due now wake their queues when it commits (NOTIFY); a
+// wake-up is arranged for those due later. In a transaction of its own,
 // a batch that no dedupe index can skip (no idempotency key, no unique
 // args) travels with its BEGIN and COMMIT as one round trip; any other
 // commits with the round that finds the duplicates' twins, or alone.
@@ -40,8 +37,6 @@ func (s *executor) JobInsertMany(ctx context.Context, params []job.InsertParams)
 		var results []store.InsertResult
 		err := s.transact(ctx, func(r *rounds) error {
 			r.readCommitted()
-			queues, runAts := batch.wakes()
-			batch.wakeInStatement = !r.thenAfterCommit(insertWakeSQL, queues, runAts, s.now())
 			var err error
 			results, err = s.insert(ctx, r, batch)
 			return err
@@ -75,27 +70,6 @@ func (s *executor) arrangeWakeUps(results []store.InsertResult) {
 type normalized struct {
 	params []job.InsertParams
 	hashes []string
-	// wakeInStatement makes the insert statement send the wake-ups
-	// itself, to be delivered when the caller's transaction commits.
-	wakeInStatement bool
-}
-
-// wakes returns the batch's queues, once each, with the earliest run_at
-// of their jobs (nil: now), for insert_wake.sql.
-func (n normalized) wakes() (queues []string, runAts []*time.Time) {
-	at := make(map[string]int, 1)
-	for _, p := range n.params {
-		i, seen := at[p.Queue]
-		switch {
-		case !seen:
-			at[p.Queue] = len(queues)
-			queues = append(queues, p.Queue)
-			runAts = append(runAts, timePtr(p.RunAt))
-		case runAts[i] != nil && (p.RunAt.IsZero() || p.RunAt.Before(*runAts[i])):
-			runAts[i] = timePtr(p.RunAt)
-		}
-	}
-	return queues, runAts
 }
 
 // dedupes reports whether a dedupe index may skip a job of the batch: one
@@ -226,8 +200,7 @@ func (s *executor) insertRound(ctx context.Context, r *rounds, last bool, batch 
 	err := r.round(ctx, last, func(q *pgx.Batch) {
 		q.Queue(insertSQL, s.now(), b.ids, b.queues, b.kinds, b.args, b.priorities,
 			b.runAts, b.maxAttempts, b.leaseTTLs, b.lockKeys, b.partitionKeys, b.idemKeys, b.argHashes,
-			b.requires, b.prefers, b.traceParents, b.timeouts, b.schedules, b.scheduledFors, b.callbackURLs,
-			batch.wakeInStatement)
+			b.requires, b.prefers, b.traceParents, b.timeouts, b.schedules, b.scheduledFors, b.callbackURLs)
 	}, func(br pgx.BatchResults) error {
 		rows, err := br.Query()
 		if err != nil {

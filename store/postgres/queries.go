@@ -33,8 +33,6 @@ var (
 	heartbeatSQL string
 	//go:embed sql/insert.sql
 	insertSQL string
-	//go:embed sql/insert_wake.sql
-	insertWakeSQL string
 	//go:embed sql/insert_lookup.sql
 	insertLookupSQL string
 	//go:embed sql/job_count.sql

@@ -31,32 +31,6 @@ type rounds struct {
 	begin string
 	begun bool
 	done  bool // committed, or rolled back
-	// then, when set, rides after the COMMIT of a transaction of its
-	// own, in the same round trip, and runs as a transaction of its own
-	// (see then).
-	then *statement
-}
-
-// statement is one SQL statement and its arguments.
-type statement struct {
-	sql  string
-	args []any
-}
-
-// thenAfterCommit makes the COMMIT of a transaction of its own carry sql
-// behind it in the same round trip, run as a transaction of its own once
-// the commit is done; inside a transaction of the caller's it does
-// nothing, and reports false. It is for work that must not hold the
-// commit up: a NOTIFY makes PostgreSQL take a lock that every notifying
-// transaction shares, from before its commit record until after its WAL
-// flush, so notifying transactions commit one at a time. Its failure
-// fails nothing, the transaction having committed.
-func (r *rounds) thenAfterCommit(sql string, args ...any) bool {
-	if !r.own {
-		return false
-	}
-	r.then = &statement{sql: sql, args: args}
-	return true
 }
 
 // readCommitted makes a transaction of its own READ COMMITTED, whatever
@@ -80,15 +54,11 @@ func (r *rounds) round(ctx context.Context, last bool, queue func(*pgx.Batch), r
 	commit := r.own && last
 	if commit {
 		b.Queue("COMMIT")
-		if r.then != nil {
-			b.Queue(r.then.sql, r.then.args...)
-		}
 	}
 	if b.Len() == 0 {
 		return nil // nothing to send, in a transaction not of its own
 	}
 	br := r.q.SendBatch(ctx, &b)
-	committed := false
 	err := func() error {
 		if begin {
 			r.begun = true
@@ -103,13 +73,10 @@ func (r *rounds) round(ctx context.Context, last bool, queue func(*pgx.Batch), r
 			if _, err := br.Exec(); err != nil {
 				return fmt.Errorf("commit: %w", err)
 			}
-			committed = true
 		}
 		return nil
 	}()
-	// Once committed, what Close reports is the follow-up's failure,
-	// which fails nothing (thenAfterCommit).
-	if cerr := br.Close(); err == nil && !committed {
+	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -11,7 +10,6 @@ import (
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/internal/pgtest"
 	"github.com/jobd/jobd/job"
-	"github.com/jobd/jobd/store"
 )
 
 // TestRoundsAreOneTransaction: the rounds of a transaction of its own are
@@ -95,81 +93,5 @@ func TestRoundsAreOneTransaction(t *testing.T) {
 	events, err := s.JobEvents(t.Context(), id)
 	if err != nil || len(events) != 1 {
 		t.Fatalf("after the rollback: events %+v %v, want only queued", events, err)
-	}
-}
-
-// TestThenAfterCommit: the statement that rides behind a COMMIT runs once
-// the transaction has committed, in one of its own, and its failure
-// fails nothing; in a transaction of the caller's it is refused, the
-// caller's COMMIT not being the driver's to send.
-func TestThenAfterCommit(t *testing.T) {
-	t.Parallel()
-	url := pgtest.NewDatabase(t)
-	s := openStore(t, url, clock.Real)
-	res, err := s.JobInsertMany(t.Context(), []job.InsertParams{{Kind: "k"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := res[0].Job.ID
-	cancel := func(r *rounds) error {
-		cur, at, err := lockJob(t.Context(), r, nil, id)
-		if err != nil {
-			return err
-		}
-		tr, _, err := job.Cancel(job.FactsOf(cur), at)
-		if err != nil {
-			return err
-		}
-		_, err = setState(t.Context(), r, nil, cur, tr)
-		return err
-	}
-	err = s.transact(t.Context(), func(r *rounds) error {
-		if !r.thenAfterCommit("SELECT 1/0") {
-			t.Error("thenAfterCommit refused in a transaction of the driver's own")
-		}
-		return cancel(r)
-	})
-	if err != nil {
-		t.Fatalf("a failing follow-up failed its committed transaction: %v", err)
-	}
-	if j, err := s.JobGet(t.Context(), id); err != nil || j.State != job.StateCanceled {
-		t.Fatalf("after the commit: %+v %v, want canceled", j, err)
-	}
-
-	// The follow-up runs after the COMMIT, in a transaction of its own:
-	// it records a transaction id other than the one that committed.
-	other := connect(t, url)
-	if _, err := other.Exec(t.Context(), "CREATE TABLE followup (txid bigint)"); err != nil {
-		t.Fatal(err)
-	}
-	var inside, after int64
-	err = s.transact(t.Context(), func(r *rounds) error {
-		r.thenAfterCommit("INSERT INTO followup SELECT txid_current()")
-		return r.round(t.Context(), true, func(b *pgx.Batch) {
-			b.Queue("SELECT txid_current()")
-		}, func(br pgx.BatchResults) error {
-			return br.QueryRow().Scan(&inside)
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := other.QueryRow(t.Context(), "SELECT txid FROM followup").Scan(&after); err != nil {
-		t.Fatalf("the follow-up did not run: %v", err)
-	}
-	if after == inside {
-		t.Fatalf("the follow-up ran in the transaction it follows (txid %d)", inside)
-	}
-
-	err = s.InTx(t.Context(), func(ctx context.Context, ex store.Executor) error {
-		return ex.(*executor).transact(ctx, func(r *rounds) error {
-			if r.thenAfterCommit("SELECT 1") {
-				t.Error("thenAfterCommit accepted in a transaction of the caller's")
-			}
-			return nil
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }

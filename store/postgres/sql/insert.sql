@@ -1,9 +1,7 @@
 -- Inserts a batch of jobs in one statement. It writes no journal entry:
 -- created_at implies the "queued" one (see job.Journal).
 -- $1 now (NULL: the database's now()); $2.. one array per column, one
--- element per job, in the caller's order; $21 whether this statement
--- sends the wake-ups (in a transaction of the caller's) or leaves them
--- to insert_wake.sql after the commit (in one of the driver's own).
+-- element per job, in the caller's order.
 --
 -- ON CONFLICT DO NOTHING covers both dedupe indexes (idempotency key and
 -- active args hash): a row that would duplicate a committed job, a job
@@ -49,7 +47,7 @@ woken AS (
     SELECT count(pg_notify('jobd_wake', queue)) AS queues
     FROM (
         SELECT DISTINCT queue FROM inserted
-        WHERE $21::boolean AND run_at <= coalesce($1::timestamptz, now())
+        WHERE run_at <= coalesce($1::timestamptz, now())
     ) available
 )
 SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
