@@ -178,6 +178,13 @@ func TestInsertDeadlockRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(t.Context()) }()
+	// The waiter whose deadlock_timeout passes first looks for the
+	// deadlock and fails; on a loaded machine that could be tx, which
+	// starts waiting later but may be scheduled sooner. Only
+	// JobInsertMany's session is left to find it.
+	if _, err := tx.Exec(t.Context(), "SET LOCAL deadlock_timeout = '1min'"); err != nil {
+		t.Fatal(err)
+	}
 	first, err := s.WithTx(tx).JobInsertMany(t.Context(), []job.InsertParams{{Kind: "k", IdempotencyKey: "one"}})
 	if err != nil {
 		t.Fatal(err)
