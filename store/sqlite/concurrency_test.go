@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -58,7 +58,13 @@ func TestConcurrentClaimers(t *testing.T) {
 					return
 				}
 				if len(jobs) == 0 {
-					runtime.Gosched() // the rest is running elsewhere
+					// The rest is running elsewhere. Wait as a worker
+					// would: a claimer that found nothing and claims again
+					// at once holds the write lock almost all the time,
+					// and SQLite's busy handler, which retries a waiting
+					// writer at intervals of up to 100 ms, is not fair to
+					// the other Store's writer under load.
+					time.Sleep(time.Millisecond)
 					continue
 				}
 				outcomes := make([]store.Outcome, len(jobs))
