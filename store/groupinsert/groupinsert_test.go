@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -271,6 +272,80 @@ func TestOutageFailsTheWholeBatch(t *testing.T) {
 		}
 		if got := gs.batchSizes(); len(got) != 2 {
 			t.Fatalf("batches %v: an outage must not be retried job by job", got)
+		}
+	})
+}
+
+// TestOneBatchCommitsAtATime: while a batch commits, the inserts that
+// arrive wait for it and form the next batch together, though more
+// flushers are allowed, as long as the batch is not slow.
+func TestOneBatchCommitsAtATime(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, st store.Store) {
+		gs := &gated{Store: st, hold: make(chan struct{}), entered: make(chan int, 1)}
+		g := groupinsert.New(gs, 4, 0)
+		g.SetStallAfter(time.Hour)
+		first := make(chan result, 1)
+		go func() {
+			r, err := g.Insert(context.Background(), params(0))
+			first <- result{r, err}
+		}()
+		<-gs.entered
+		const waiting = 20
+		ps := make([]job.InsertParams, waiting)
+		for i := range ps {
+			ps[i] = params(i + 1)
+		}
+		answers := queueInserts(t, g, background(waiting), ps)
+		gs.release()
+		if r := <-first; r.err != nil || !r.res.Created {
+			t.Fatalf("first insert: %+v", r)
+		}
+		for i, a := range answers {
+			if r := <-a; r.err != nil || !r.res.Created {
+				t.Fatalf("insert %d: %+v", i, r)
+			}
+		}
+		if got := gs.batchSizes(); len(got) != 2 || got[1] != waiting {
+			t.Fatalf("batches %v, want [1 %d]", got, waiting)
+		}
+	})
+}
+
+// TestSlowBatchDoesNotHoldUpTheNext: a batch that does not end (a row
+// lock it waits for, say) holds up the inserts behind it for stallAfter
+// only: then another flusher commits them.
+func TestSlowBatchDoesNotHoldUpTheNext(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, st store.Store) {
+		gs := &gated{Store: st, hold: make(chan struct{}), entered: make(chan int, 1)}
+		g := groupinsert.New(gs, 2, 0)
+		g.SetStallAfter(time.Millisecond)
+		first := make(chan result, 1)
+		go func() {
+			r, err := g.Insert(context.Background(), params(0))
+			first <- result{r, err}
+		}()
+		<-gs.entered
+		gs.mu.Lock()
+		held := gs.hold
+		gs.hold = nil // the next batch goes through
+		gs.mu.Unlock()
+
+		// A deadline for a test that would otherwise hang, not a timing
+		// assertion.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		r, err := g.Insert(ctx, params(1))
+		if err != nil || !r.Created {
+			t.Fatalf("insert behind the held batch: %+v %v", r, err)
+		}
+		select {
+		case r := <-first:
+			t.Fatalf("the held batch answered %+v before it was let go", r)
+		default:
+		}
+		close(held)
+		if r := <-first; r.err != nil || !r.res.Created {
+			t.Fatalf("first insert: %+v", r)
 		}
 	})
 }
