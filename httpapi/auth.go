@@ -77,15 +77,17 @@ func hashKey(key string) []byte {
 // secret the API is open.
 type authenticator struct {
 	store      store.Store
+	keys       *keyLookups
 	open       bool
 	secretHash []byte
 }
 
 func newAuthenticator(s store.Store, adminSecret string) *authenticator {
-	if adminSecret == "" {
-		return &authenticator{store: s, open: true}
+	a := &authenticator{store: s, keys: newKeyLookups(s), open: adminSecret == ""}
+	if !a.open {
+		a.secretHash = hashKey(adminSecret)
 	}
-	return &authenticator{store: s, secretHash: hashKey(adminSecret)}
+	return a
 }
 
 // errUnauthorized is the one answer to every missing, malformed, unknown
@@ -128,7 +130,7 @@ func (a *authenticator) identify(ctx context.Context, cred string) (p Principal,
 	if !ok {
 		return Principal{}, false, nil
 	}
-	rec, err := a.store.KeyByPrefix(ctx, prefix)
+	rec, err := a.keys.find(ctx, prefix)
 	if errors.Is(err, job.ErrNotFound) {
 		return Principal{}, false, nil
 	}

@@ -380,7 +380,7 @@ func (a *Authorizer) Identify(ctx context.Context, cred string) (p Principal, ok
 // otherwise. It checks no secret: it is for a session that checked the
 // key's secret when it began.
 func (a *Authorizer) Key(ctx context.Context, prefix string) (p Principal, ok bool, err error) {
-	rec, err := a.a.store.KeyByPrefix(ctx, prefix)
+	rec, err := a.a.keys.find(ctx, prefix)
 	if errors.Is(err, job.ErrNotFound) {
 		return Principal{}, false, nil
 	}

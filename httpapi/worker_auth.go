@@ -41,7 +41,7 @@ func (a *authenticator) workerOf(r *http.Request) (*http.Request, error) {
 		}
 		return r, errUnauthorized
 	}
-	rec, err := a.store.KeyByPrefix(r.Context(), prefix)
+	rec, err := a.keys.find(r.Context(), prefix)
 	if errors.Is(err, job.ErrNotFound) {
 		return r, errUnauthorized
 	}
