@@ -25,10 +25,10 @@ type keyLookups struct {
 	byPrefix map[string]*prefixLookups
 }
 
-// prefixLookups is the state of one prefix: next, when not nil, is the
-// lookup that starts when the running one ends.
+// prefixLookups is the state of a prefix whose lookup runs (it is
+// forgotten when none does): next, when not nil, is the lookup that starts
+// when the running one ends.
 type prefixLookups struct {
-	running bool
 	next    *keyLookup
 	waiting int // the requests waiting for next
 }
@@ -50,14 +50,11 @@ func newKeyLookups(st store.KeyStore) *keyLookups {
 func (k *keyLookups) find(ctx context.Context, prefix string) (*store.APIKey, error) {
 	k.mu.Lock()
 	p := k.byPrefix[prefix]
-	if p == nil {
-		p = &prefixLookups{}
-		k.byPrefix[prefix] = p
-	}
 	var l *keyLookup
 	switch {
-	case !p.running:
-		p.running = true
+	case p == nil:
+		p = &prefixLookups{}
+		k.byPrefix[prefix] = p
 		l = &keyLookup{done: make(chan struct{})}
 		go k.run(ctx, prefix, p, l)
 	case p.next != nil:
@@ -90,7 +87,6 @@ func (k *keyLookups) run(ctx context.Context, prefix string, p *prefixLookups, l
 		k.mu.Lock()
 		l, p.next, p.waiting = p.next, nil, 0
 		if l == nil {
-			p.running = false
 			delete(k.byPrefix, prefix)
 		}
 		k.mu.Unlock()

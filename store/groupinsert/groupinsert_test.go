@@ -91,8 +91,18 @@ type result struct {
 // answer will arrive.
 func holdFirst(t *testing.T, st store.Store) (*gated, *groupinsert.Inserter, chan result) {
 	t.Helper()
+	return holdFirstWith(t, st, 1, 0)
+}
+
+// holdFirstWith is holdFirst on an Inserter of flushers that starts
+// another after stallAfter (0: the default).
+func holdFirstWith(t *testing.T, st store.Store, flushers int, stallAfter time.Duration) (*gated, *groupinsert.Inserter, chan result) {
+	t.Helper()
 	gs := &gated{Store: st, hold: make(chan struct{}), entered: make(chan int, 1)}
-	g := groupinsert.New(gs, 1, 0)
+	g := groupinsert.New(gs, flushers, 0)
+	if stallAfter > 0 {
+		g.SetStallAfter(stallAfter)
+	}
 	first := make(chan result, 1)
 	go func() {
 		r, err := g.Insert(context.Background(), params(0))
@@ -281,15 +291,7 @@ func TestOutageFailsTheWholeBatch(t *testing.T) {
 // flushers are allowed, as long as the batch is not slow.
 func TestOneBatchCommitsAtATime(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, st store.Store) {
-		gs := &gated{Store: st, hold: make(chan struct{}), entered: make(chan int, 1)}
-		g := groupinsert.New(gs, 4, 0)
-		g.SetStallAfter(time.Hour)
-		first := make(chan result, 1)
-		go func() {
-			r, err := g.Insert(context.Background(), params(0))
-			first <- result{r, err}
-		}()
-		<-gs.entered
+		gs, g, first := holdFirstWith(t, st, 4, time.Hour)
 		const waiting = 20
 		ps := make([]job.InsertParams, waiting)
 		for i := range ps {
@@ -316,15 +318,7 @@ func TestOneBatchCommitsAtATime(t *testing.T) {
 // only: then another flusher commits them.
 func TestSlowBatchDoesNotHoldUpTheNext(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, st store.Store) {
-		gs := &gated{Store: st, hold: make(chan struct{}), entered: make(chan int, 1)}
-		g := groupinsert.New(gs, 2, 0)
-		g.SetStallAfter(time.Millisecond)
-		first := make(chan result, 1)
-		go func() {
-			r, err := g.Insert(context.Background(), params(0))
-			first <- result{r, err}
-		}()
-		<-gs.entered
+		gs, g, first := holdFirstWith(t, st, 2, time.Millisecond)
 		gs.mu.Lock()
 		held := gs.hold
 		gs.hold = nil // the next batch goes through
