@@ -49,7 +49,10 @@ type Config struct {
 	// jobs (one batched call for all of them). Default 10s.
 	HeartbeatInterval time.Duration
 	// PollInterval is the safety-net claim poll of an idle queue, under
-	// the store's wake-ups. Default 2s.
+	// the store's wake-ups, and the longest a busy queue's claims go
+	// without starting from the best job, which finds the jobs they
+	// skipped (a busy lock_key, a row another transaction held). Default
+	// 2s.
 	PollInterval time.Duration
 	// ProgressInterval is the least gap between two progress writes of a
 	// job; a phase change is written at once. Default 1s.

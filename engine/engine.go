@@ -285,7 +285,7 @@ func (e *Engine) notified(n store.Notification) {
 		e.cancelJob(n.CancelJob)
 		return
 	}
-	e.wakeQueue(n.Queue)
+	e.wakeQueueFrom(n.Queue, n.Earliest)
 }
 
 // cancelJob cancels, with ErrCancelRequested, the handlers of job id that
@@ -302,6 +302,13 @@ func (e *Engine) cancelJob(id uuid.UUID) {
 
 // wakeQueue wakes the producer of queue, or every producer for "".
 func (e *Engine) wakeQueue(queue string) {
+	e.wakeQueueFrom(queue, nil)
+}
+
+// wakeQueueFrom wakes the producer of queue about jobs none of which
+// sorts before earliest in claim order (nil: anywhere), or every producer
+// for "".
+func (e *Engine) wakeQueueFrom(queue string, earliest *store.ClaimBound) {
 	e.hub.Send(queue)
 	if queue == "" {
 		for _, p := range e.producers {
@@ -310,7 +317,7 @@ func (e *Engine) wakeQueue(queue string) {
 		return
 	}
 	if p, ok := e.producers[queue]; ok {
-		p.wakeUp()
+		p.wakeFrom(earliest)
 	}
 }
 

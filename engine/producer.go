@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,12 +34,15 @@ type producer struct {
 	// wake receives (without blocking) when the queue may have jobs or a
 	// slot was freed.
 	wake chan struct{}
-	// fresh says that jobs may have become available ahead of cursor (a
-	// wake-up, a poll): the next claim starts from the best job again.
-	fresh atomic.Bool
-	// cursor is where the last full claim stopped, owned by run's
-	// goroutine; nil when the next claim starts from the best job.
+	// ahead is where the wake-ups since the last claim say jobs may have
+	// become available.
+	ahead wokenAhead
+	// cursor is the last job the claims took, owned by run's goroutine;
+	// nil when the next claim starts from the best job.
 	cursor *store.ClaimCursor
+	// fromTop is when the last claim that started from the best job
+	// began, owned by run's goroutine.
+	fromTop time.Time
 	// kinds holds the observer's recorder of each kind of the queue,
 	// owned by run's goroutine.
 	kinds map[string]observe.KindRecorder
@@ -64,7 +68,14 @@ func (p *producer) recorder(kind string) observe.KindRecorder {
 // wakeUp tells the producer that its queue may have new jobs, possibly
 // better than those it would claim next.
 func (p *producer) wakeUp() {
-	p.fresh.Store(true)
+	p.wakeFrom(nil)
+}
+
+// wakeFrom tells the producer that its queue may have new jobs, none of
+// which sorts before earliest in claim order (nil: they may sort
+// anywhere).
+func (p *producer) wakeFrom(earliest *store.ClaimBound) {
+	p.ahead.add(earliest)
 	p.kick()
 }
 
@@ -95,7 +106,7 @@ func (p *producer) run(ctx, workCtx, jobBase context.Context) {
 			return
 		case <-p.wake:
 		case <-t.C():
-			p.fresh.Store(true)
+			p.ahead.add(nil)
 			paced = time.Time{}
 		}
 		next := p.e.cfg.PollInterval
@@ -127,10 +138,16 @@ func (p *producer) pace(paced time.Time) (time.Duration, time.Time) {
 
 // claim fills the free slots, claiming again while claims come back full,
 // and retries a failing store with backoff until it answers or ctx ends.
-// While it drains a backlog, each claim starts after the last job of the
-// previous one (store.ClaimParams.After); a wake-up, a poll or a short
-// claim sends it back to the best job. It reports whether its last claim
-// came back short: fewer jobs than free slots.
+// It reports whether its last claim came back short: fewer jobs than free
+// slots.
+//
+// Each claim starts a little before the last job the previous ones took
+// (store.ClaimParams.After, see after), rather than walking again past the
+// index entries of every job claimed since vacuum last ran; it goes back
+// to the best job when a wake-up or a poll says jobs may wait ahead of
+// that (startOver), and at least once per PollInterval, which finds the
+// jobs that claims skipped: a busy lock_key, a row another transaction
+// held, a job preferred for another worker until its window passed.
 func (p *producer) claim(ctx, workCtx, jobBase context.Context, h *health) (short bool) {
 	delay := retryMin
 	for ctx.Err() == nil {
@@ -139,11 +156,14 @@ func (p *producer) claim(ctx, workCtx, jobBase context.Context, h *health) (shor
 		if n <= 0 || (active > 0 && n < p.minBatch()) {
 			return false // a finishing job wakes us
 		}
-		if p.fresh.Swap(false) {
+		began := p.e.clock.Now()
+		if p.startOver(began) {
 			p.cursor = nil
 		}
-		after := p.cursor
-		began := p.e.clock.Now()
+		after := p.after()
+		if after == nil {
+			p.fromTop = began
+		}
 		cctx, cancel := context.WithTimeout(workCtx, callTimeout)
 		jobs, err := p.e.store.JobClaim(cctx, store.ClaimParams{Queue: p.cfg.Queue, Max: n, Owner: p.e.cfg.Node,
 			Capabilities: p.caps, PreferWindow: p.e.cfg.PreferWindow, After: after, DefaultTimeout: p.cfg.Timeout})
@@ -180,18 +200,82 @@ func (p *producer) claim(ctx, workCtx, jobBase context.Context, h *health) (shor
 		for _, j := range jobs {
 			p.start(workCtx, jobBase, j, claimedAt)
 		}
-		p.cursor = nil
-		if len(jobs) == n {
+		if len(jobs) > 0 {
 			p.cursor = store.CursorOf(jobs[len(jobs)-1])
-			continue
 		}
-		if after == nil {
+		if len(jobs) < n {
 			return true
 		}
-		// A short claim after the cursor: jobs may wait ahead of it (a
-		// lock that was busy, a job skipped as locked): look from the top.
 	}
 	return false
+}
+
+// cursorSlack is how far before the last job it took a claim starts: the
+// jobs of a transaction that commits after a claim may sort before the
+// jobs that claim took (their run_at is when their insert began, on that
+// node's clock), and those within cursorSlack are found without a walk
+// from the best job. A wake-up about jobs further back sends the claim
+// there (startOver).
+const cursorSlack = 250 * time.Millisecond
+
+// after is where the next claim starts: cursorSlack before the cursor,
+// or nil for the best job.
+func (p *producer) after() *store.ClaimCursor {
+	if p.cursor == nil {
+		return nil
+	}
+	return &store.ClaimCursor{Priority: p.cursor.Priority, RunAt: p.cursor.RunAt.Add(-cursorSlack)}
+}
+
+// startOver reports whether the claim beginning at now must start from
+// the best job: a wake-up or a poll since the last claim said jobs may
+// wait before where it would start, or the last claim from the best job
+// began a PollInterval ago or more.
+func (p *producer) startOver(now time.Time) bool {
+	anywhere, earliest := p.ahead.take()
+	if p.cursor == nil {
+		return false
+	}
+	if anywhere || now.Sub(p.fromTop) >= p.e.cfg.PollInterval {
+		return true
+	}
+	return earliest != nil && !earliest.After(*p.after())
+}
+
+// wokenAhead gathers the wake-ups between two claims: whether one may be
+// about jobs anywhere in claim order, and else a lower bound of the jobs
+// they are about.
+type wokenAhead struct {
+	mu       sync.Mutex
+	anywhere bool
+	earliest *store.ClaimBound
+}
+
+// add records a wake-up about jobs at or after earliest (nil: anywhere).
+func (w *wokenAhead) add(earliest *store.ClaimBound) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case earliest == nil:
+		w.anywhere = true
+	case w.earliest == nil:
+		b := *earliest
+		w.earliest = &b
+	default:
+		w.earliest.Priority = min(w.earliest.Priority, earliest.Priority)
+		if earliest.RunAt.Before(w.earliest.RunAt) {
+			w.earliest.RunAt = earliest.RunAt
+		}
+	}
+}
+
+// take returns what add recorded since the last take, and forgets it.
+func (w *wokenAhead) take() (anywhere bool, earliest *store.ClaimBound) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	anywhere, earliest = w.anywhere, w.earliest
+	w.anywhere, w.earliest = false, nil
+	return anywhere, earliest
 }
 
 // start runs the handler of j, claimed at at.

@@ -409,6 +409,24 @@ type Notification struct {
 	// CancelJob, when not zero, is a running job whose cancel was just
 	// requested; Queue is then empty.
 	CancelJob uuid.UUID
+	// Earliest, when set, is a lower bound of the claim order of the jobs
+	// the wake-up is about: none of them sorts before it. A claimer whose
+	// cursor (ClaimParams.After) sorts before Earliest may keep it. Nil
+	// when they may sort anywhere, which is always allowed.
+	Earliest *ClaimBound
+}
+
+// ClaimBound is a position in claim order by priority and run_at only: it
+// stands for every job at or after it, whatever its id.
+type ClaimBound struct {
+	Priority int
+	RunAt    time.Time
+}
+
+// After reports whether every job at or after b sorts after c, so that a
+// claim that starts after c still reaches them.
+func (b ClaimBound) After(c ClaimCursor) bool {
+	return b.Priority > c.Priority || b.Priority == c.Priority && b.RunAt.After(c.RunAt)
 }
 
 // InsertResult is the outcome of one insert.
@@ -445,9 +463,12 @@ type ClaimParams struct {
 	// claim order (priority, run_at, id). A claimer draining a backlog
 	// passes the last job of its previous claim, so that the claim starts
 	// where the last one stopped instead of walking past the index entries
-	// of every job claimed since vacuum last ran. It must drop the cursor
-	// whenever a job may have become available ahead of it (a wake-up, a
-	// poll, a short claim).
+	// of every job claimed since vacuum last ran. The jobs ahead of the
+	// cursor that a claim skipped (a busy lock_key, a row another
+	// transaction had locked, a capability) or that became available
+	// later are its to find again: it drops the cursor when a wake-up
+	// says that jobs may have become available ahead of it
+	// (Notification.Earliest), and every so often.
 	After *ClaimCursor
 }
 

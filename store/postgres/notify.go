@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -12,8 +14,10 @@ import (
 )
 
 // The notification channels: jobd_wake carries a queue name (wake.sql and
-// the writes that make jobs available), jobd_cancel the id of a running
-// job whose cancel was requested (cancel.sql).
+// the writes that make jobs available), or from an insert the queue name
+// and a lower bound of the new jobs' claim order (see parseWake);
+// jobd_cancel the id of a running job whose cancel was requested
+// (cancel.sql).
 const (
 	wakeChannel   = "jobd_wake"
 	cancelChannel = "jobd_cancel"
@@ -97,7 +101,7 @@ func (s *Store) listen(ctx context.Context, listening func(), notify func(store.
 		}
 		switch n.Channel {
 		case wakeChannel:
-			notify(store.Notification{Queue: n.Payload})
+			notify(parseWake(n.Payload))
 		case cancelChannel:
 			id, err := uuid.Parse(n.Payload)
 			if err != nil {
@@ -107,4 +111,31 @@ func (s *Store) listen(ctx context.Context, listening func(), notify func(store.
 			notify(store.Notification{CancelJob: id})
 		}
 	}
+}
+
+// wakeBoundSep separates the queue name of an insert's wake-up from the
+// bound of its jobs' claim order (insert.sql). It is the unit separator,
+// a control character, which no queue name holds.
+const wakeBoundSep = "\x1f"
+
+// parseWake reads the payload of a wake-up: a queue name, or a queue
+// name, a priority and a run_at in µs since the epoch, separated by
+// wakeBoundSep. A bound it cannot read is left out, which only costs the
+// claimers a walk from the best job.
+func parseWake(payload string) store.Notification {
+	queue, bound, ok := strings.Cut(payload, wakeBoundSep)
+	if !ok {
+		return store.Notification{Queue: payload}
+	}
+	n := store.Notification{Queue: queue}
+	priority, runAt, ok := strings.Cut(bound, wakeBoundSep)
+	if !ok {
+		return n
+	}
+	p, perr := strconv.Atoi(priority)
+	us, uerr := strconv.ParseInt(runAt, 10, 64)
+	if perr == nil && uerr == nil {
+		n.Earliest = &store.ClaimBound{Priority: p, RunAt: time.UnixMicro(us)}
+	}
+	return n
 }

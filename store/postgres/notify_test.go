@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/store"
 )
 
 // TestListenReconnects kills Listen's connection from the server side and
@@ -89,5 +90,30 @@ func TestApplicationNames(t *testing.T) {
 				t.Fatalf("application names %q, want %q", names, want)
 			}
 		})
+	}
+}
+
+// TestParseWake: a wake-up's payload is a queue name, or an insert's queue
+// name and bound of claim order (insert.sql); a bound that does not read
+// is dropped, never misread, and the queue name is kept.
+func TestParseWake(t *testing.T) {
+	at := time.UnixMicro(1_700_000_000_123_456)
+	for _, tc := range []struct {
+		payload string
+		want    store.Notification
+	}{
+		{"mail", store.Notification{Queue: "mail"}},
+		{"mail\x1f7\x1f1700000000123456", store.Notification{Queue: "mail", Earliest: &store.ClaimBound{Priority: 7, RunAt: at}}},
+		{"a queue\x1f0\x1f-5", store.Notification{Queue: "a queue", Earliest: &store.ClaimBound{Priority: 0, RunAt: time.UnixMicro(-5)}}},
+		{"mail\x1f7", store.Notification{Queue: "mail"}},
+		{"mail\x1fx\x1f1700000000123456", store.Notification{Queue: "mail"}},
+		{"mail\x1f7\x1f1.5", store.Notification{Queue: "mail"}},
+		{"mail\x1f7\x1f1\x1f2", store.Notification{Queue: "mail"}},
+	} {
+		got := parseWake(tc.payload)
+		if got.Queue != tc.want.Queue || (got.Earliest == nil) != (tc.want.Earliest == nil) ||
+			got.Earliest != nil && (got.Earliest.Priority != tc.want.Earliest.Priority || !got.Earliest.RunAt.Equal(tc.want.Earliest.RunAt)) {
+			t.Errorf("parseWake(%q) = %+v (earliest %+v), want %+v (earliest %+v)", tc.payload, got, got.Earliest, tc.want, tc.want.Earliest)
+		}
 	}
 }

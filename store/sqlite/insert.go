@@ -94,7 +94,7 @@ func (s *executor) JobInsertMany(ctx context.Context, params []job.InsertParams)
 			if err != nil {
 				return fmt.Errorf("insert job: %w", err)
 			}
-			wake.add(j.Queue, runAt)
+			wake.inserted(j.Queue, j.Priority, runAt)
 			results[i] = store.InsertResult{Job: j, Created: true}
 		}
 		return nil

@@ -138,8 +138,11 @@ func (s *Store) Listen(ctx context.Context, notify func(store.Notification)) err
 // available, to be woken once the write has committed (a listener that
 // claims at once must see the jobs).
 type wakeups struct {
-	now     int64
-	queues  map[string]int64 // queue -> earliest run_at, unix µs
+	now    int64
+	queues map[string]int64 // queue -> earliest run_at, unix µs
+	// bounds holds a queue's least bound of claim order, nil when one of
+	// its jobs may sort anywhere.
+	bounds  map[string]*store.ClaimBound
 	counted *countedQueues
 }
 
@@ -157,13 +160,42 @@ func (w *wakeups) left(queue string) {
 	}
 }
 
-// add notes that a job of queue is available at runAt (unix µs).
+// add notes that a job of queue is available at runAt (unix µs), which
+// may sort anywhere in claim order.
 func (w *wakeups) add(queue string, runAt int64) {
+	w.note(queue, runAt, nil)
+}
+
+// inserted notes a new job of queue at priority, available at runAt (unix
+// µs).
+func (w *wakeups) inserted(queue string, priority int, runAt int64) {
+	w.note(queue, runAt, &store.ClaimBound{Priority: priority, RunAt: time.UnixMicro(runAt)})
+}
+
+// note notes that a job of queue is available at runAt, at or after bound
+// in claim order (nil: anywhere). The queue's wake-up carries the least of
+// the bounds, or none when one of its jobs has none (store.Notification).
+func (w *wakeups) note(queue string, runAt int64, bound *store.ClaimBound) {
 	if w.queues == nil {
 		w.queues = make(map[string]int64)
+		w.bounds = make(map[string]*store.ClaimBound)
 	}
-	if at, ok := w.queues[queue]; !ok || runAt < at {
+	at, ok := w.queues[queue]
+	if !ok || runAt < at {
 		w.queues[queue] = runAt
+	}
+	least := w.bounds[queue]
+	switch {
+	case !ok:
+		w.bounds[queue] = bound
+	case least == nil:
+	case bound == nil:
+		w.bounds[queue] = nil
+	default:
+		least.Priority = min(least.Priority, bound.Priority)
+		if bound.RunAt.Before(least.RunAt) {
+			least.RunAt = bound.RunAt
+		}
 	}
 }
 
@@ -174,7 +206,7 @@ func (s *executor) send(w *wakeups) {
 	s.afterCommit(func() {
 		for q, at := range w.queues {
 			if at <= w.now {
-				s.wakeQueue(q)
+				s.hub.Send(store.Notification{Queue: q, Earliest: w.bounds[q]})
 			} else {
 				s.scheduler.At(q, time.UnixMicro(at))
 			}

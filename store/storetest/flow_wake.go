@@ -25,7 +25,7 @@ var flowWakeTests = []test{
 // woken reports whether notifications hold a wake-up of queue.
 func woken(notifications []store.Notification, queue string) bool {
 	for _, n := range notifications {
-		if n == (store.Notification{Queue: queue}) {
+		if sameWake(n, store.Notification{Queue: queue}) {
 			return true
 		}
 	}
@@ -128,7 +128,7 @@ func testFlowWakeOtherNode(t *testing.T, e *env) {
 	}
 	n := 0
 	for _, got := range l.drain(t) {
-		if got == (store.Notification{Queue: q}) {
+		if sameWake(got, store.Notification{Queue: q}) {
 			n++
 		}
 	}

@@ -16,6 +16,7 @@ import (
 var wakeupTests = []test{
 	{"Insert", testWakeInsert},
 	{"InsertWakesDueQueuesOnly", testWakeInsertDueQueuesOnly},
+	{"InsertBound", testWakeInsertBound},
 	{"Wake", testWakeWake},
 	{"DelayedInsert", testWakeDelayedInsert},
 	{"OperatorRetry", testWakeOperatorRetry},
@@ -75,7 +76,7 @@ func (l *listener) ready(t *testing.T) {
 		for waiting := true; waiting; {
 			select {
 			case n := <-l.ch:
-				if n == (store.Notification{Queue: probe}) {
+				if sameWake(n, store.Notification{Queue: probe}) {
 					retry.Stop()
 					return
 				}
@@ -89,10 +90,12 @@ func (l *listener) ready(t *testing.T) {
 	t.Fatalf("Listen delivered no wake-up within %s", waitLimit)
 }
 
-// waitFor waits for a wake-up naming queue, skipping others.
-func (l *listener) waitFor(t *testing.T, queue string) {
+// waitFor waits for a wake-up naming queue, skipping others, and returns
+// it.
+func (l *listener) waitFor(t *testing.T, queue string) store.Notification {
 	t.Helper()
-	l.waitUntil(t, fmt.Sprintf("wake-up for queue %q", queue), store.Notification{Queue: queue})
+	before := l.waitUntil(t, fmt.Sprintf("wake-up for queue %q", queue), store.Notification{Queue: queue})
+	return before[len(before)-1]
 }
 
 // waitCancel waits for the cancel notification of job id, skipping others.
@@ -101,8 +104,14 @@ func (l *listener) waitCancel(t *testing.T, id uuid.UUID) {
 	l.waitUntil(t, fmt.Sprintf("cancel notification for job %s", id), store.Notification{CancelJob: id})
 }
 
-// waitUntil waits for want and returns the notifications that came before
-// it.
+// sameWake reports whether n is want, whatever bound of claim order
+// (Earliest) a wake-up carries.
+func sameWake(n, want store.Notification) bool {
+	return n.Queue == want.Queue && n.CancelJob == want.CancelJob
+}
+
+// waitUntil waits for want (sameWake) and returns the notifications that
+// came before it, then it.
 func (l *listener) waitUntil(t *testing.T, what string, want store.Notification) []store.Notification {
 	t.Helper()
 	deadline := time.NewTimer(waitLimit)
@@ -111,10 +120,10 @@ func (l *listener) waitUntil(t *testing.T, what string, want store.Notification)
 	for {
 		select {
 		case n := <-l.ch:
-			if n == want {
+			before = append(before, n)
+			if sameWake(n, want) {
 				return before
 			}
-			before = append(before, n)
 		case <-l.stopped:
 			t.Fatalf("Listen returned early: %v", l.err)
 		case <-deadline.C:
@@ -137,7 +146,8 @@ func (l *listener) drain(t *testing.T) []store.Notification {
 	if err := l.e.s.Wake(t.Context(), marker); err != nil {
 		t.Fatalf("Wake: %v", err)
 	}
-	return l.waitUntil(t, fmt.Sprintf("wake-up for marker queue %q", marker), store.Notification{Queue: marker})
+	got := l.waitUntil(t, fmt.Sprintf("wake-up for marker queue %q", marker), store.Notification{Queue: marker})
+	return got[:len(got)-1]
 }
 
 func testWakeInsert(t *testing.T, e *env) {
@@ -167,6 +177,28 @@ func testWakeInsertDueQueuesOnly(t *testing.T, e *env) {
 	}
 	if woken["now"] != 1 || woken["mixed"] != 1 || woken["later-only"] != 0 {
 		t.Fatalf("wake-ups by queue %v, want now and mixed once each, later-only never", woken)
+	}
+}
+
+// testWakeInsertBound: an insert's wake-up carries a lower bound of its
+// jobs' claim order (store.Notification.Earliest), which claimers rely on
+// to keep their cursor: none of the jobs sorts before it, and it is the
+// least priority and the earliest run_at of the batch.
+func testWakeInsertBound(t *testing.T, e *env) {
+	l := e.listen(t)
+	now := e.now().Truncate(time.Microsecond)
+	five, two := 5, 2
+	_, err := e.s.JobInsertMany(t.Context(), []job.InsertParams{
+		{Queue: "bounded", Kind: "k", Priority: &five, RunAt: now.Add(-10 * time.Second)},
+		{Queue: "bounded", Kind: "k", Priority: &two, RunAt: now.Add(-time.Second)},
+	})
+	if err != nil {
+		t.Fatalf("JobInsertMany: %v", err)
+	}
+	n := l.waitFor(t, "bounded")
+	want := store.ClaimBound{Priority: 2, RunAt: now.Add(-10 * time.Second)}
+	if n.Earliest == nil || n.Earliest.Priority != want.Priority || !n.Earliest.RunAt.Equal(want.RunAt) {
+		t.Fatalf("the insert's wake-up carries the bound %+v, want %+v", n.Earliest, want)
 	}
 }
 

@@ -40,14 +40,20 @@ WITH inserted AS (
     ON CONFLICT DO NOTHING
     RETURNING *
 ),
--- One wake-up per queue that got a job it can run now. A CTE that only
+-- One wake-up per queue that got a job it can run now, with a lower
+-- bound of the new jobs' claim order: the queue, the least priority and
+-- the earliest run_at (in µs since the epoch), separated by the unit
+-- separator, which no queue name holds (see Listen). A CTE that only
 -- reads runs only when the statement reads it, hence the join below;
 -- PostgreSQL delivers the notifications when the transaction commits.
 woken AS (
-    SELECT count(pg_notify('jobd_wake', queue)) AS queues
+    SELECT count(pg_notify('jobd_wake', queue || chr(31) || priority || chr(31) || run_at_us)) AS queues
     FROM (
-        SELECT DISTINCT queue FROM inserted
+        SELECT queue, min(priority) AS priority,
+               floor(extract(epoch FROM min(run_at)) * 1000000)::bigint AS run_at_us
+        FROM inserted
         WHERE run_at <= coalesce($1::timestamptz, now())
+        GROUP BY queue
     ) available
 )
 SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
