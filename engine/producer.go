@@ -262,10 +262,7 @@ func (w *wokenAhead) add(earliest *store.ClaimBound) {
 		b := *earliest
 		w.earliest = &b
 	default:
-		w.earliest.Priority = min(w.earliest.Priority, earliest.Priority)
-		if earliest.RunAt.Before(w.earliest.RunAt) {
-			w.earliest.RunAt = earliest.RunAt
-		}
+		*w.earliest = w.earliest.Least(*earliest)
 	}
 }
 

@@ -423,6 +423,16 @@ type ClaimBound struct {
 	RunAt    time.Time
 }
 
+// Least returns the bound of every job at or after b or o: the least of
+// each of their parts.
+func (b ClaimBound) Least(o ClaimBound) ClaimBound {
+	if o.RunAt.Before(b.RunAt) {
+		b.RunAt = o.RunAt
+	}
+	b.Priority = min(b.Priority, o.Priority)
+	return b
+}
+
 // After reports whether every job at or after b sorts after c, so that a
 // claim that starts after c still reaches them.
 func (b ClaimBound) After(c ClaimCursor) bool {

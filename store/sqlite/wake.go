@@ -192,10 +192,7 @@ func (w *wakeups) note(queue string, runAt int64, bound *store.ClaimBound) {
 	case bound == nil:
 		w.bounds[queue] = nil
 	default:
-		least.Priority = min(least.Priority, bound.Priority)
-		if bound.RunAt.Before(least.RunAt) {
-			least.RunAt = bound.RunAt
-		}
+		*least = least.Least(*bound)
 	}
 }
 
