@@ -27,10 +27,8 @@ func Register[A, R any](e *Engine, kind string, fn func(ctx context.Context, j *
 	}
 	e.register(kind, func(ctx context.Context, x *execution) (json.RawMessage, error) {
 		j := &Job[A]{Job: x.job, x: x}
-		if args := bytes.TrimSpace(x.job.Args); len(args) > 0 {
-			if err := json.Unmarshal(args, &j.Args); err != nil {
-				return nil, Permanent(fmt.Errorf("decode args of kind %q: %w", kind, err))
-			}
+		if err := decodeArgs(x.job.Args, &j.Args); err != nil {
+			return nil, Permanent(fmt.Errorf("decode args of kind %q: %w", kind, err))
 		}
 		r, err := fn(ctx, j)
 		if err != nil {
@@ -42,6 +40,21 @@ func Register[A, R any](e *Engine, kind string, fn func(ctx context.Context, j *
 		}
 		return raw, nil
 	})
+}
+
+// decodeArgs decodes a job's args into dst. Args of type json.RawMessage
+// are copied as they are: the store holds only valid JSON, and
+// json.Unmarshal would scan it all again to say so.
+func decodeArgs[A any](args json.RawMessage, dst *A) error {
+	args = bytes.TrimSpace(args)
+	if len(args) == 0 {
+		return nil
+	}
+	if raw, ok := any(dst).(*json.RawMessage); ok {
+		*raw = bytes.Clone(args)
+		return nil
+	}
+	return json.Unmarshal(args, dst)
 }
 
 func (e *Engine) register(kind string, h handlerFunc) {

@@ -15,15 +15,20 @@ import (
 // progress throttles one job's progress writes. set only records the
 // value and never blocks on the database; the job's flusher goroutine
 // writes the latest value at most once per ProgressInterval, at once on a
-// phase change; stop ends the flusher and writes what is left.
+// phase change; stop ends the flusher and writes what is left. The
+// flusher starts with the first value set: a job that never reports
+// progress, most of them, costs no goroutine.
 type progress struct {
 	x *execution
+	// launch starts the flusher (set by start).
+	launch func()
 
 	mu      sync.Mutex
 	pending *job.Progress // latest value not yet written
 	urgent  bool          // pending changed the phase
 	phase   string        // phase of the latest value set
 	stopped bool
+	running bool // the flusher was launched
 
 	failing bool // a write failed: log the next failure no more; flusher's own
 
@@ -35,16 +40,15 @@ type progress struct {
 func (p *progress) init(x *execution, phase string) {
 	p.x = x
 	p.phase = phase
-	p.kick = make(chan struct{}, 1)
-	p.stopc = make(chan struct{})
-	p.done = make(chan struct{})
 }
 
-// start runs the flusher; its writes use ctx, which outlives the
-// handler's context: progress is worth keeping when the handler was
-// cancelled.
+// start arms the flusher, which the first set launches; its writes use
+// ctx, which outlives the handler's context: progress is worth keeping
+// when the handler was cancelled.
 func (p *progress) start(ctx context.Context) {
-	go p.loop(ctx, p.x.e.clock, p.x.e.cfg.ProgressInterval)
+	p.launch = func() {
+		go p.loop(ctx, p.x.e.clock, p.x.e.cfg.ProgressInterval)
+	}
 }
 
 func (p *progress) set(v job.Progress) {
@@ -59,6 +63,13 @@ func (p *progress) set(v job.Progress) {
 		p.phase = v.Phase
 	}
 	p.pending = &v
+	if !p.running {
+		p.running = true
+		p.kick = make(chan struct{}, 1)
+		p.stopc = make(chan struct{})
+		p.done = make(chan struct{})
+		p.launch()
+	}
 	p.mu.Unlock()
 	select {
 	case p.kick <- struct{}{}:
@@ -176,9 +187,12 @@ func (p *progress) write(ctx context.Context, v job.Progress) bool {
 func (p *progress) stop(ctx context.Context) {
 	p.mu.Lock()
 	p.stopped = true
+	running := p.running
 	p.mu.Unlock()
-	close(p.stopc)
-	<-p.done
+	if running {
+		close(p.stopc)
+		<-p.done
+	}
 	p.mu.Lock()
 	v := p.pending
 	p.pending = nil
