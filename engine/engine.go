@@ -61,6 +61,8 @@ type Engine struct {
 	// stopped is closed when Run returns: the watches of handlers past
 	// their deadline (execution.watchAbandon) end with it.
 	stopped chan struct{}
+	// goroutines runs the handlers.
+	goroutines *goroutines
 	// hub fans the store's wake-ups out to Subscribe's subscribers.
 	hub wakeup.Hub[string]
 	// runner runs the maintenance duties (duties.go).
@@ -115,6 +117,7 @@ func New(cfg Config) (*Engine, error) {
 		flow:      newFlowView(),
 	}
 	e.fin = &finisher{e: e, kick: make(chan struct{}, 1)}
+	e.goroutines = newGoroutines(e.stopped)
 	var err error
 	if e.runner, err = newMaintenance(cfg); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)

@@ -289,7 +289,7 @@ func (p *producer) start(workCtx, jobBase context.Context, j *job.Job, at time.T
 	ctx = x.withDeadline(ctx)
 	p.active.Add(1)
 	p.e.track(x)
-	go x.run(ctx, workCtx)
+	p.e.goroutines.run(func() { x.run(ctx, workCtx) })
 }
 
 // throttleRoom is how many jobs a claim may take as far as the queue's
