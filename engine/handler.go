@@ -21,6 +21,12 @@ type handlerFunc func(ctx context.Context, x *execution) (json.RawMessage, error
 // result it had in j.PreviousResult; a schedule's job its tick in
 // j.ScheduledFor. Register panics on an empty kind, a nil fn, or a kind
 // registered twice: those are programming errors.
+//
+// Handlers run on goroutines the engine keeps between jobs, as net/http
+// serves the requests of one connection: a handler that locks its
+// goroutine to its thread (runtime.LockOSThread) or sets its goroutine's
+// profiler labels must undo that before it returns, or do that work on a
+// goroutine of its own, whose end discards a thread left locked.
 func Register[A, R any](e *Engine, kind string, fn func(ctx context.Context, j *Job[A]) (R, error)) {
 	if kind == "" || fn == nil {
 		panic("engine: Register needs a kind and a handler")
