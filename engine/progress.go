@@ -28,10 +28,11 @@ type progress struct {
 	urgent  bool          // pending changed the phase
 	phase   string        // phase of the latest value set
 	stopped bool
-	running bool // the flusher was launched
 
 	failing bool // a write failed: log the next failure no more; flusher's own
 
+	// The flusher's channels, made (under mu) when set launches it: nil
+	// until then.
 	kick  chan struct{}
 	stopc chan struct{}
 	done  chan struct{}
@@ -63,8 +64,7 @@ func (p *progress) set(v job.Progress) {
 		p.phase = v.Phase
 	}
 	p.pending = &v
-	if !p.running {
-		p.running = true
+	if p.done == nil {
 		p.kick = make(chan struct{}, 1)
 		p.stopc = make(chan struct{})
 		p.done = make(chan struct{})
@@ -187,11 +187,11 @@ func (p *progress) write(ctx context.Context, v job.Progress) bool {
 func (p *progress) stop(ctx context.Context) {
 	p.mu.Lock()
 	p.stopped = true
-	running := p.running
+	stopc, done := p.stopc, p.done
 	p.mu.Unlock()
-	if running {
-		close(p.stopc)
-		<-p.done
+	if done != nil {
+		close(stopc)
+		<-done
 	}
 	p.mu.Lock()
 	v := p.pending
