@@ -94,27 +94,28 @@ func newAuthenticator(s store.Store, adminSecret string) *authenticator {
 // or revoked credential: it never says which, nor echoes the credential.
 var errUnauthorized = problem.Errorf(api.ProblemUnauthorized, "", "a valid credential is required: Authorization: Bearer <admin secret or API key>")
 
-// authorize returns nil when r's credential grants need, a 401 problem
-// when there is no valid credential and a 403 problem when a valid key
-// lacks the scope.
-func (a *authenticator) authorize(r *http.Request, need scope) error {
+// authorize returns the principal of r's credential when it grants need,
+// a 401 problem when there is no valid credential and a 403 problem when
+// a valid key lacks the scope. On an open server (no admin secret) every
+// request is the open principal, which holds every scope.
+func (a *authenticator) authorize(r *http.Request, need scope) (Principal, error) {
 	if a.open {
-		return nil
+		return Principal{Admin: true, Open: true}, nil
 	}
 	cred, ok := bearer(r)
 	if !ok {
-		return errUnauthorized
+		return Principal{}, errUnauthorized
 	}
 	p, ok, err := a.identify(r.Context(), cred)
 	switch {
 	case err != nil:
-		return err
+		return Principal{}, err
 	case !ok:
-		return errUnauthorized
+		return Principal{}, errUnauthorized
 	case !p.Grants(string(need)):
-		return problem.Errorf(api.ProblemForbidden, "", "this API key lacks the %q scope", need)
+		return Principal{}, problem.Errorf(api.ProblemForbidden, "", "this API key lacks the %q scope", need)
 	}
-	return nil
+	return p, nil
 }
 
 // identify returns the principal cred names: the admin secret, or an API
@@ -150,8 +151,9 @@ func principalOf(rec *store.APIKey) Principal {
 // Principal is who a credential names: the admin secret (every scope) or
 // an API key.
 type Principal struct {
-	// Admin is true for the admin secret.
-	Admin bool
+	// Admin is true for the admin secret, and for every request of an
+	// open server (no admin secret), which Open then marks.
+	Admin, Open bool
 	// KeyID and Prefix name the API key; Scopes are its scopes, WorkerID
 	// its remote worker, if any.
 	KeyID, Prefix, WorkerID string
@@ -174,3 +176,12 @@ func bearer(r *http.Request) (string, bool) {
 	cred = strings.TrimSpace(cred)
 	return cred, cred != ""
 }
+
+type principalKey struct{}
+
+// withPrincipal returns r with p in its context, for the handler to read
+// with principalOf.
+func withPrincipal(r *http.Request, p Principal) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+}
+

@@ -353,7 +353,7 @@ func NewAuthorizer(st store.Store, adminSecret string) *Authorizer {
 // 401, a key without the scope one of status 403; any other error is the
 // store's, wrapped.
 func (a *Authorizer) Authorize(r *http.Request, need string) error {
-	err := a.a.authorize(r, scope(need))
+	_, err := a.a.authorize(r, scope(need))
 	var p *problem.Error
 	if errors.As(err, &p) {
 		return problem.FromError(p)
@@ -403,10 +403,12 @@ func (s *server) wrap(rt route) http.Handler {
 				return
 			}
 		} else if rt.scope != "" {
-			if err := s.auth.authorize(r, rt.scope); err != nil {
+			p, err := s.auth.authorize(r, rt.scope)
+			if err != nil {
 				s.writeError(w, r, err)
 				return
 			}
+			r = withPrincipal(r, p)
 		}
 		if err := rt.handle(w, r); err != nil {
 			s.writeError(w, r, err)
