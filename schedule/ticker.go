@@ -1,15 +1,18 @@
 package schedule
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/maintenance"
 	"github.com/jobd/jobd/store"
 )
 
@@ -40,8 +43,16 @@ func DefinitionOf(sc *store.Schedule) (Definition, error) {
 // inserted. A schedule that fails is left for the next pass, the others
 // go on, and the pass returns the failures (the maintenance runner logs
 // them once, until a pass succeeds again).
+//
+// Run as the leader duty, in a term that began after a hand-over (see
+// maintenance.Term.HandOver), the ticks that fell due while the
+// leadership changed hands are on time: see pick.
 func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 	now := s.clock.Now()
+	var w handOver
+	if t, ok := maintenance.TermOf(ctx); ok {
+		w.from, w.to, _ = t.HandOver()
+	}
 	inserted := 0
 	var failed []error
 	defer func() { s.signals.Pass.Fire(inserted) }()
@@ -52,7 +63,7 @@ func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 		}
 		for _, sc := range due {
 			cctx, cancel := context.WithTimeout(ctx, callTimeout)
-			n, err := s.advance(cctx, sc, now)
+			n, err := s.advance(cctx, sc, now, w)
 			cancel()
 			inserted += n
 			if err != nil {
@@ -73,7 +84,7 @@ func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 // fenced by the next_run_at read. A schedule that another pass (another
 // leader) advanced, paused or deleted meanwhile is left alone. It
 // returns the jobs it created.
-func (s *Scheduler) advance(ctx context.Context, read store.Schedule, now time.Time) (int, error) {
+func (s *Scheduler) advance(ctx context.Context, read store.Schedule, now time.Time, w handOver) (int, error) {
 	created := 0
 	err := s.store.InTx(ctx, func(ctx context.Context, ex store.Executor) error {
 		created = 0
@@ -95,7 +106,7 @@ func (s *Scheduler) advance(ctx context.Context, read store.Schedule, now time.T
 		if err != nil {
 			return fmt.Errorf("schedule %q: %w", d.Name, err)
 		}
-		ticks := pick(spec, cur, now)
+		ticks := pick(spec, cur, now, w)
 		if len(ticks) > 0 && cur.Overlap == OverlapSkip {
 			busy, err := previousActive(ctx, ex, cur.LastJobID)
 			if err != nil {
@@ -149,11 +160,52 @@ func (s *Scheduler) advance(ctx context.Context, read store.Schedule, now time.T
 	return created, nil
 }
 
+// handOver is the span [from, to) before the ticker's term during which
+// its node was in contact with the database and did not lead (see
+// maintenance.Term.HandOver); empty (zero) outside such a term.
+type handOver struct{ from, to time.Time }
+
+func (w handOver) holds(t time.Time) bool { return !t.Before(w.from) && t.Before(w.to) }
+
 // pick returns the ticks of a due schedule to run at now, by its
 // catch-up rule: every tick due (CatchUpAll, the latest CatchUpLimit of
 // them), the latest one (CatchUpOne), or the latest one if it is on
 // time, less than Grace late (CatchUpNone).
-func pick(spec *Spec, sc *store.Schedule, now time.Time) []time.Time {
+//
+// The ticks that fell due during a hand-over (w) are no missed ticks: the
+// cluster was up, and no node ticked only because the leadership was
+// changing hands. Each of them runs, late, whatever the rule (the latest
+// CatchUpLimit of them); the rule decides among the others, those that
+// fell due while no node was in contact with the database (every node
+// down, or the database) or while the leader's own passes failed.
+func pick(spec *Spec, sc *store.Schedule, now time.Time, w handOver) []time.Time {
+	if w.from.IsZero() || !sc.NextRunAt.Before(w.to) || sc.CatchUp == CatchUpAll {
+		return pickByRule(spec, sc, now) // no tick due in the hand-over, or all run
+	}
+	due := spec.Due(sc.NextRunAt, now, cmp.Or(sc.CatchUpLimit, DefaultCatchUpLimit))
+	var ticks, others []time.Time
+	for _, t := range due {
+		if w.holds(t) {
+			ticks = append(ticks, t)
+		} else {
+			others = append(others, t)
+		}
+	}
+	if len(others) > 0 {
+		last := others[len(others)-1]
+		switch {
+		case sc.CatchUp == CatchUpOne:
+			ticks = append(ticks, last)
+		case last.Equal(due[len(due)-1]) && now.Sub(last) < Grace:
+			ticks = append(ticks, last) // CatchUpNone: the latest tick, on time
+		}
+	}
+	slices.SortFunc(ticks, time.Time.Compare)
+	return ticks
+}
+
+// pickByRule is pick without a hand-over.
+func pickByRule(spec *Spec, sc *store.Schedule, now time.Time) []time.Time {
 	switch sc.CatchUp {
 	case CatchUpAll:
 		return spec.Due(sc.NextRunAt, now, sc.CatchUpLimit)
