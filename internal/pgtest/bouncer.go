@@ -43,7 +43,16 @@ func NewBouncer(t testing.TB, serverURL string, users ...string) *Bouncer {
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
-	dir := t.TempDir()
+	// Not t.TempDir: its parent is the test user's own, which PgBouncer,
+	// run as postgres, could not read.
+	dir, err := os.MkdirTemp("", "jobd-pgbouncer-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	port, err := freePort()
 	if err != nil {
 		t.Fatal(err)
