@@ -96,6 +96,10 @@ func (s *Store) watch(ctx context.Context, name, node string, ttl time.Duration,
 		}
 	}
 	held()
+	// seen is the leader whose presence this connection saw held: once
+	// it is free, that leader is gone (or its connection failed, which
+	// ends its term as well), whenever this connection looks.
+	seen := ""
 	for {
 		leader, err := s.termHolder(ctx, conn, name)
 		if err != nil {
@@ -107,16 +111,20 @@ func (s *Store) watch(ctx context.Context, name, node string, ttl time.Duration,
 			}
 			continue
 		}
-		var present bool
-		if err := conn.QueryRow(ctx, leaderPresentSQL, name, leader).Scan(&present); err != nil {
-			return fmt.Errorf("leader's presence: %w", err)
-		}
-		if !present {
-			// A leader without a presence: its term runs out by itself.
-			if err := idle(ctx, conn); err != nil {
-				return err
+		if leader != seen {
+			var present bool
+			if err := conn.QueryRow(ctx, leaderPresentSQL, name, leader).Scan(&present); err != nil {
+				return fmt.Errorf("leader's presence: %w", err)
 			}
-			continue
+			if !present {
+				// A leader without a presence (no dedicated connection):
+				// its term runs out by itself.
+				if err := idle(ctx, conn); err != nil {
+					return err
+				}
+				continue
+			}
+			seen = leader
 		}
 		gone, err := lockPresence(ctx, conn, name, leader)
 		if err != nil {
@@ -125,8 +133,7 @@ func (s *Store) watch(ctx context.Context, name, node string, ttl time.Duration,
 		if !gone {
 			continue
 		}
-		err = s.seize(ctx, conn, name, node, leader, ttl)
-		if err != nil {
+		if err := s.seize(ctx, conn, name, node, leader, ttl); err != nil {
 			return err
 		}
 		vacated()
