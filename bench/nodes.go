@@ -203,13 +203,17 @@ func nodesOnce(ctx context.Context, cfg Config, conn *pgx.Conn, v nodesVariant, 
 	return r, nil
 }
 
-// sessionsSQL counts the jobd sessions of the database: waiting for a
+// sessionsSQL counts the nodes' sessions of the database: waiting for a
 // lock, running a statement, all.
 const sessionsSQL = `SELECT count(*) FILTER (WHERE wait_event_type = 'Lock'),
        count(*) FILTER (WHERE state = 'active'),
        count(*)
 FROM pg_stat_activity
-WHERE datname = current_database() AND application_name LIKE 'jobd%' AND pid <> pg_backend_pid()`
+WHERE datname = current_database() AND application_name = '` + nodeAppName + `'`
+
+// nodeAppName is the application_name of the nodes' sessions: the pool's,
+// the listener's and the leader election's.
+const nodeAppName = "jobd-bench-node"
 
 // activeJobs counts the bench queue's queued and running jobs.
 func activeJobs(ctx context.Context, s store.QueueStore) (int64, error) {
@@ -240,7 +244,14 @@ func startBenchNode(ctx context.Context, cfg Config, i int) (*benchNode, error) 
 	addr := l.Addr().String()
 	l.Close()
 	workers := fmt.Sprintf(`[{"queue":%q,"concurrency":%d}]`, Queue, cfg.NodeConcurrency)
-	cmd := exec.CommandContext(ctx, cfg.Jobd, "serve", "--database", cfg.Database, "--listen", addr,
+	// The nodes' sessions name themselves, so that those of the bench's
+	// own store are not counted.
+	sep := "?"
+	if strings.Contains(cfg.Database, "?") {
+		sep = "&"
+	}
+	database := cfg.Database + sep + "application_name=" + nodeAppName
+	cmd := exec.CommandContext(ctx, cfg.Jobd, "serve", "--database", database, "--listen", addr,
 		"--node", "bench-node-"+strconv.Itoa(i), "--workers", workers, "--log-level", "warn",
 		// Finished jobs stay until the bench purges them.
 		"--retention", "8760h")

@@ -28,17 +28,23 @@ const standbyName = "jobd_standby"
 // the test ends. t fails when they cannot be had.
 func NewReplicated(t testing.TB) (primary, standby *Cluster) {
 	t.Helper()
-	primary = NewCluster(t, "synchronous_commit=on", "synchronous_standby_names="+standbyName)
+	primary = NewCluster(t, "synchronous_commit=on")
 	s, err := startStandby(primary.c)
 	if err != nil {
 		t.Fatalf("pgtest: a standby of the test's own is required: %v", err)
 	}
 	t.Cleanup(s.stop)
 	standby = &Cluster{c: s}
-	// The primary's first commit waits for the standby: wait until it
-	// streams, synchronously.
+	// Only the primary waits for its standby (ALTER SYSTEM writes the
+	// primary's own postgresql.auto.conf, copied before): a promoted
+	// standby commits without waiting for one it does not have.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	for _, sql := range []string{"ALTER SYSTEM SET synchronous_standby_names = '" + standbyName + "'", "SELECT pg_reload_conf()"} {
+		if err := exec1(ctx, primary.URL(), sql); err != nil {
+			t.Fatalf("pgtest: %s: %v", sql, err)
+		}
+	}
 	for {
 		var state string
 		err := queryRow1(ctx, primary.URL(), "SELECT coalesce((SELECT sync_state FROM pg_stat_replication WHERE application_name = '"+standbyName+"'), '')", &state)
@@ -69,6 +75,11 @@ func startStandby(primary *cluster) (*cluster, error) {
 		return nil, err
 	}
 	data := filepath.Join(dir, "data")
+	// initdb's directory may hold links to a few of the server's tools
+	// only: pg_basebackup is beside the one it links to.
+	if initdb, err := filepath.EvalSymlinks(filepath.Join(c.bin, "initdb")); err == nil {
+		c.bin = filepath.Dir(initdb)
+	}
 	if out, err := c.run("pg_basebackup", "-h", host, "-p", port, "-U", "postgres", "-D", data, "-R", "-X", "stream", "--no-sync"); err != nil {
 		return nil, fmt.Errorf("pg_basebackup: %v: %s", err, out)
 	}
