@@ -203,7 +203,7 @@ func (r *Runner) attempt(ctx context.Context) (bool, error) {
 // beginTerm starts the leader duties under a term that ends at until
 // unless extended; their contexts carry info (see TermOf).
 func (r *Runner) beginTerm(ctx context.Context, until time.Time, duties []Duty, info Term) *term {
-	tctx, cancel := context.WithCancel(context.WithValue(ctx, termKey{}, info))
+	tctx, cancel := context.WithCancel(WithTerm(ctx, info))
 	t := &term{ctx: tctx, cancel: cancel, until: until}
 	r.current.Store(t)
 	r.log.Info("maintenance: this node leads", "node", r.cfg.Node, "election", r.cfg.Election, "duties", names(duties))

@@ -33,6 +33,12 @@ func (t Term) HandOver() (from, to time.Time, ok bool) {
 
 type termKey struct{}
 
+// WithTerm returns ctx carrying t, as the context of a leader duty's pass
+// does: for a caller that runs a pass itself (a test).
+func WithTerm(ctx context.Context, t Term) context.Context {
+	return context.WithValue(ctx, termKey{}, t)
+}
+
 // TermOf returns the term a leader duty's pass runs under, from its
 // context; ok is false outside a leader duty.
 func TermOf(ctx context.Context) (t Term, ok bool) {

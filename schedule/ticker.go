@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -167,57 +166,43 @@ type handOver struct{ from, to time.Time }
 
 func (w handOver) holds(t time.Time) bool { return !t.Before(w.from) && t.Before(w.to) }
 
-// pick returns the ticks of a due schedule to run at now, by its
-// catch-up rule: every tick due (CatchUpAll, the latest CatchUpLimit of
-// them), the latest one (CatchUpOne), or the latest one if it is on
-// time, less than Grace late (CatchUpNone).
+// pick returns the ticks of a due schedule to run at now. A tick less
+// than Grace late is on time, and so is one that fell due during a
+// hand-over (w): the cluster was up, and no node ticked only because the
+// leadership was changing hands. Each of those runs, whatever the
+// catch-up rule. The rule decides among the other, missed ticks, those
+// that fell due while no node was in contact with the database (every
+// node down, or the database) or while the leader's own passes failed:
+// none of them (CatchUpNone), the latest when no later tick runs
+// (CatchUpOne), every one (CatchUpAll). At most the latest
+// max(CatchUpLimit, maxOnTime) ticks are looked at.
 //
-// The ticks that fell due during a hand-over (w) are no missed ticks: the
-// cluster was up, and no node ticked only because the leadership was
-// changing hands. Each of them runs, late, whatever the rule (the latest
-// CatchUpLimit of them); the rule decides among the others, those that
-// fell due while no node was in contact with the database (every node
-// down, or the database) or while the leader's own passes failed.
+// A pass that comes late (the ticker's period is the schedule's, and a
+// pass takes time) thus runs every tick it finds due, not only the
+// latest one.
 func pick(spec *Spec, sc *store.Schedule, now time.Time, w handOver) []time.Time {
-	if w.from.IsZero() || !sc.NextRunAt.Before(w.to) || sc.CatchUp == CatchUpAll {
-		return pickByRule(spec, sc, now) // no tick due in the hand-over, or all run
-	}
-	due := spec.Due(sc.NextRunAt, now, cmp.Or(sc.CatchUpLimit, DefaultCatchUpLimit))
-	var ticks, others []time.Time
-	for _, t := range due {
-		if w.holds(t) {
-			ticks = append(ticks, t)
-		} else {
-			others = append(others, t)
-		}
-	}
-	if len(others) > 0 {
-		last := others[len(others)-1]
+	limit := cmp.Or(sc.CatchUpLimit, DefaultCatchUpLimit)
+	due := spec.Due(sc.NextRunAt, now, max(limit, maxOnTime))
+	var run, missed []time.Time
+	for i, t := range due {
 		switch {
-		case sc.CatchUp == CatchUpOne:
-			ticks = append(ticks, last)
-		case last.Equal(due[len(due)-1]) && now.Sub(last) < Grace:
-			ticks = append(ticks, last) // CatchUpNone: the latest tick, on time
+		case now.Sub(t) < Grace || w.holds(t):
+			run = append(run, t)
+		case sc.CatchUp == CatchUpAll && i >= len(due)-limit:
+			run = append(run, t)
+		default:
+			missed = append(missed, t)
 		}
 	}
-	slices.SortFunc(ticks, time.Time.Compare)
-	return ticks
+	if sc.CatchUp == CatchUpOne && len(run) == 0 && len(missed) > 0 {
+		return missed[len(missed)-1:]
+	}
+	return run
 }
 
-// pickByRule is pick without a hand-over.
-func pickByRule(spec *Spec, sc *store.Schedule, now time.Time) []time.Time {
-	switch sc.CatchUp {
-	case CatchUpAll:
-		return spec.Due(sc.NextRunAt, now, sc.CatchUpLimit)
-	case CatchUpOne:
-		return spec.Due(sc.NextRunAt, now, 1)
-	}
-	ticks := spec.Due(sc.NextRunAt, now, 1)
-	if len(ticks) == 1 && now.Sub(ticks[0]) >= Grace {
-		return nil
-	}
-	return ticks
-}
+// maxOnTime bounds the ticks a pass finds on time: Grace's worth of the
+// most frequent spec, one tick a second.
+const maxOnTime = int(Grace/time.Second) + 1
 
 // previousActive reports whether the schedule's last job is queued or
 // running, read in the pass's transaction.
