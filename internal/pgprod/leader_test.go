@@ -25,10 +25,11 @@ const (
 // and SIGKILLs a node every 4 s, the leader every other time, a random
 // node otherwise, starting it again at once. Every tick from the first
 // to the last has exactly one job: a dead leader is replaced by a node
-// that was watching it (its presence lock), and the ticks that fell due
-// while the leadership changed hands run late, once each. On a jobd
-// whose dead leader is replaced only when its term runs out (30 s), the
-// ticks in between are missed.
+// that was watching it (its presence lock), before the dead leader's
+// term would have run out, and the ticks that fell due while the
+// leadership changed hands run late, once each. On a jobd whose dead
+// leader is replaced only when its term runs out (30 s), the ticks in
+// between are missed.
 func TestLeaderHandOver(t *testing.T) {
 	window := 25 * time.Second
 	if long {
@@ -59,7 +60,7 @@ func TestLeaderHandOver(t *testing.T) {
 	for begin := time.Now(); time.Since(begin) < window; kills++ {
 		// The faults' pace, not a synchronisation.
 		time.Sleep(killEvery)
-		leader, err := termHolder(ctx, conn)
+		leader, termEnd, err := termHolder(ctx, conn)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,9 +76,12 @@ func TestLeaderHandOver(t *testing.T) {
 		killed.kill()
 		if killed.name == leader {
 			leaderKills++
-			took, next, err := waitNewLeader(ctx, conn, leader)
+			took, next, early, err := waitNewLeader(ctx, conn, leader, termEnd)
 			if err != nil {
 				t.Fatalf("kill %d: %v", kills, err)
+			}
+			if !early {
+				t.Errorf("kill %d: %s took over from %s once its term had run out, not when its presence ended", kills, next, leader)
 			}
 			handOvers = append(handOvers, time.Since(at))
 			t.Logf("kill %d: leader %s SIGKILLed; %s leads %s later", kills, leader, next, took)
@@ -115,33 +119,38 @@ func TestLeaderHandOver(t *testing.T) {
 	}
 }
 
-// termHolder reads the maintenance leader's node.
-func termHolder(ctx context.Context, conn *pgx.Conn) (string, error) {
+// termHolder reads the maintenance leader's node and the end of its term.
+func termHolder(ctx context.Context, conn *pgx.Conn) (string, time.Time, error) {
 	var node string
-	err := conn.QueryRow(ctx, "SELECT node FROM jobd_leaders WHERE name = 'maintenance' AND expires_at > now()").Scan(&node)
+	var until time.Time
+	err := conn.QueryRow(ctx, "SELECT node, expires_at FROM jobd_leaders WHERE name = 'maintenance' AND expires_at > now()").Scan(&node, &until)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", nil
+		return "", time.Time{}, nil
 	}
-	return node, err
+	return node, until, err
 }
 
 // waitNewLeader polls the term's holder until another node than dead
 // holds it (for at most a minute, beyond the 30 s term of the default
-// reaper interval), and returns how long that took and who.
-func waitNewLeader(ctx context.Context, conn *pgx.Conn, dead string) (time.Duration, string, error) {
+// reaper interval), and returns how long that took, who, and whether it
+// took over before dead's term would have run out (deadEnd, on the
+// database's clock).
+func waitNewLeader(ctx context.Context, conn *pgx.Conn, dead string, deadEnd time.Time) (time.Duration, string, bool, error) {
 	start := time.Now()
 	deadline := start.Add(time.Minute)
 	for time.Now().Before(deadline) {
-		node, err := termHolder(ctx, conn)
-		if err != nil {
-			return 0, "", err
+		var node string
+		var early bool
+		err := conn.QueryRow(ctx, "SELECT node, now() < $1 FROM jobd_leaders WHERE name = 'maintenance' AND expires_at > now()", deadEnd).Scan(&node, &early)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return 0, "", false, err
 		}
 		if node != "" && node != dead {
-			return time.Since(start), node, nil
+			return time.Since(start), node, early, nil
 		}
 		time.Sleep(5 * time.Millisecond) // a poll bounded by the deadline
 	}
-	return 0, "", fmt.Errorf("no node took over from %s within a minute", dead)
+	return 0, "", false, fmt.Errorf("no node took over from %s within a minute", dead)
 }
 
 // tick is one job of the schedule: its tick, and when it was inserted.
