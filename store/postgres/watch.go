@@ -31,9 +31,10 @@ var errNoDirect = errors.New("postgres: no dedicated connection to PostgreSQL (t
 // presence's lock; PostgreSQL grants it the moment the leader's
 // connection ends, and, holding it, this node takes the term over in one
 // statement fenced by the leader it replaces (leader_seize.sql), then
-// calls vacated so that the election attempts at once. A term whose
-// holder holds no presence (a node without a dedicated connection, or
-// one reconnecting) is left to run out. present(true) says that the
+// calls vacated so that the election attempts at once; it calls vacated
+// too when the leader it watched resigned. A term whose holder never
+// held a presence (a node without a dedicated connection) is left to
+// run out. present(true) says that the
 // presence is held, present(false) that its connection failed: this node
 // must then stop leading, since another may take over at once. It
 // reconnects as Listen does (every 25 ms for the first 10 s of an
@@ -104,6 +105,11 @@ func (s *Store) watch(ctx context.Context, name, node string, ttl time.Duration,
 		leader, err := s.termHolder(ctx, conn, name)
 		if err != nil {
 			return err
+		}
+		if leader == "" && seen != "" {
+			// The leader resigned (or its term ran out): attempt now.
+			seen = ""
+			vacated()
 		}
 		if leader == "" || leader == node {
 			if err := idle(ctx, conn); err != nil {
