@@ -19,7 +19,7 @@ import (
 	"github.com/jobd/jobd/store"
 )
 
-// Defaults of Config (DESIGN.md section 2).
+// Defaults of Config (docs/design.md).
 const (
 	DefaultHeartbeatInterval = 10 * time.Second
 	DefaultPollInterval      = 2 * time.Second

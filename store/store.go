@@ -1,6 +1,6 @@
 // Package store defines the Store interface every database driver
-// implements, in jobd's own types. The job state machine of DESIGN.md
-// section 2 is decided in Go, once (job.Finish, job.Rescue, job.Cancel,
+// implements, in jobd's own types. The job state machine of
+// docs/design.md is decided in Go, once (job.Finish, job.Rescue, job.Cancel,
 // job.Retry; DecideFinish and DecideRescue here for batches), and the
 // drivers only fence and apply it: each transition is one transaction that
 // reads the row's facts with the row locked, decides, and writes the
