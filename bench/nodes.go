@@ -204,9 +204,11 @@ func nodesOnce(ctx context.Context, cfg Config, conn *pgx.Conn, v nodesVariant, 
 }
 
 // sessionsSQL counts the nodes' sessions of the database: waiting for a
-// lock, running a statement, all.
-const sessionsSQL = `SELECT count(*) FILTER (WHERE wait_event_type = 'Lock'),
-       count(*) FILTER (WHERE state = 'active'),
+// lock, running a statement, all. The advisory lock waits are the
+// election's (each node but the leader waits for the leader's presence,
+// see store/postgres LeaderWatch): no contention, and not counted.
+const sessionsSQL = `SELECT count(*) FILTER (WHERE wait_event_type = 'Lock' AND wait_event <> 'advisory'),
+       count(*) FILTER (WHERE state = 'active' AND wait_event IS DISTINCT FROM 'advisory'),
        count(*)
 FROM pg_stat_activity
 WHERE datname = current_database() AND application_name = '` + nodeAppName + `'`
