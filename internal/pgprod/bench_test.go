@@ -16,6 +16,7 @@ import (
 // each variant through it, and reports its figures, each of them
 // measured (above zero where the node did work).
 func TestBenchNodes(t *testing.T) {
+	t.Parallel()
 	db := migrated.NewDatabase(t)
 	cmd := exec.Command(jobd(t), "bench", "--database", db, "--mode", "nodes", "--nodes", "1", "--jobs", "200", "--json")
 	for _, kv := range os.Environ() {

@@ -86,6 +86,7 @@ func bouncerDatabase(t *testing.T) (bounced, direct string) {
 // there. No error is logged, none about a prepared statement. On a jobd
 // that sends random_page_cost at startup, the store cannot even open.
 func TestPgBouncer(t *testing.T) {
+	t.Parallel()
 	bounced, direct := bouncerDatabase(t)
 
 	t.Run("PoolerNone", func(t *testing.T) {
@@ -281,6 +282,7 @@ func waitPresences(t *testing.T, direct string, n int) {
 // a 1 s schedule ticks (the leader's duties through the pooler), and the
 // node logs no error.
 func TestServeBehindPgBouncer(t *testing.T) {
+	t.Parallel()
 	bounced, direct := bouncerDatabase(t)
 	dir := logDir(t)
 	n := startNode(t, dir, "bounced", "--database", bounced, "--listen-database", direct,

@@ -29,6 +29,7 @@ import (
 // new primary (the standby had every committed claim) or are rescued
 // when they expire (a 5 s lease).
 func TestFailover(t *testing.T) {
+	t.Parallel()
 	before, after := 2*time.Second, 3*time.Second
 	if long {
 		before, after = 15*time.Second, 20*time.Second

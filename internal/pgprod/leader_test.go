@@ -31,6 +31,7 @@ const (
 // leader is replaced only when its term runs out (30 s), the ticks in
 // between are missed.
 func TestLeaderHandOver(t *testing.T) {
+	t.Parallel()
 	window := 25 * time.Second
 	if long {
 		window = time.Minute

@@ -61,6 +61,7 @@ func (w *watchedStore) Listen(ctx context.Context, notify func(store.Notificatio
 // ends the failed claim's backoff. On a jobd whose claim loop waits out
 // its backoff, the job is never picked up.
 func TestRestartPickup(t *testing.T) {
+	t.Parallel()
 	cl := pgtest.NewCluster(t)
 	ctx := t.Context()
 	st, err := postgres.Open(ctx, cl.URL(), postgres.Options{Logger: quiet})
