@@ -20,9 +20,10 @@
 //   - TestBenchNodes: `jobd bench --mode nodes` on a small backlog.
 //
 // Everything lives in the test files; this file only names the package.
-// All of it runs in CI (`go test ./...`, about a minute under -race on
-// two cores, most of it the `jobd serve` nodes' start). JOBD_PGPROD_LONG=1
-// lengthens the hand-over run to 60 s and the failover's load:
+// All of it runs in CI (`go test ./...`: 47 s under -race on two cores,
+// the tests two at a time, plus the -race build of jobd).
+// JOBD_PGPROD_LONG=1 lengthens the hand-over run to 60 s and the
+// failover's load to 35 s:
 //
 //	JOBD_PGPROD_LONG=1 go test ./internal/pgprod -v -run 'TestLeaderHandOver|TestFailover'
 //
