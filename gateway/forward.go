@@ -2,12 +2,15 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -204,11 +207,16 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request, up *upstream, r
 			return problemf(api.ProblemBadRequest, "Idempotency-Key", "Idempotency-Key may be at most %d bytes", maxIdempotencyKey)
 		}
 		p.IdempotencyKey = idempotencyPrefix + key
+		p.IdempotencyFingerprint = requestFingerprint(up.Name, r.Method, rest, body, mode == modeStore)
 	}
 	if err := g.checkPending(r.Context()); err != nil {
 		return err
 	}
 	res, err := g.store.JobInsertMany(r.Context(), []job.InsertParams{p})
+	if errors.Is(err, job.ErrIdempotencyMismatch) {
+		return problemf(api.ProblemIdempotencyMismatch, "Idempotency-Key",
+			"this Idempotency-Key was used before with a different request (another upstream, method, path, body or async mode); send the same request again, or use a new key")
+	}
 	if err != nil {
 		return err
 	}
@@ -226,8 +234,24 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request, up *upstream, r
 	return nil
 }
 
+// requestFingerprint identifies an async request for its Idempotency-Key
+// (job.InsertParams.IdempotencyFingerprint): its upstream, method, path
+// with query, body and async mode. The forwarded headers are not part of
+// it: two sendings of one request may carry another traceparent, request
+// id or client address.
+func requestFingerprint(upstream, method, rest string, body []byte, store bool) string {
+	h := sha256.New()
+	for _, part := range []string{upstream, method, rest, strconv.FormatBool(store)} {
+		h.Write([]byte(strconv.Quote(part)))
+		h.Write([]byte{0})
+	}
+	h.Write(body)
+	return "gateway:" + hex.EncodeToString(h.Sum(nil))
+}
+
 // Idempotency keys of async requests live in a namespace of their own, so
-// that a key of a job submitted through the API never matches one.
+// that a key of a job submitted through the API never matches one (no
+// caller may submit a key of it: job.CheckCallerInsert).
 const (
 	idempotencyPrefix = "gateway:"
 	maxIdempotencyKey = 255 - len(idempotencyPrefix)

@@ -58,7 +58,7 @@ func (b *triggerBody) params() (job.InsertParams, error) {
 // trigger: POST /api/v1/jobs/trigger, the dataloader's submission:
 // {job_id, status}, 201 when created, 200 when the idempotency key matched.
 func (s *server) trigger(w http.ResponseWriter, r *http.Request) error {
-	return s.create(w, r, &triggerBody{}, func(j *job.Job) any {
+	return s.create(w, r, &triggerBody{}, func(j *job.Job, _ bool) any {
 		return api.TriggerResponse{JobID: j.ID, Status: api.State(j.State)}
 	})
 }
