@@ -125,7 +125,7 @@ func TestTemplateReserved(t *testing.T) {
 		// A schedule an older jobd stored.
 		sc, err := f.st.SchedulePut(t.Context(), store.Schedule{Name: "old", Cron: "@every 1m", Timezone: "UTC",
 			Template: json.RawMessage(`{"queue":"jobd.webhooks","kind":"jobd.webhook","args":{"subscription":"w1"}}`),
-			Overlap: schedule.OverlapAllow, CatchUp: schedule.CatchUpNone, CatchUpLimit: 1,
+			Overlap:  schedule.OverlapAllow, CatchUp: schedule.CatchUpNone, CatchUpLimit: 1,
 			Source: store.ScheduleSourceAPI, NextRunAt: start.Add(time.Minute)})
 		if err != nil {
 			t.Fatal(err)
