@@ -206,7 +206,7 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request, up *upstream, r
 		if len(key) > maxIdempotencyKey {
 			return problemf(api.ProblemBadRequest, "Idempotency-Key", "Idempotency-Key may be at most %d bytes", maxIdempotencyKey)
 		}
-		p.IdempotencyKey = idempotencyPrefix + key
+		p.IdempotencyKey = IdempotencyPrefix + key
 		p.IdempotencyFingerprint = requestFingerprint(up.Name, r.Method, rest, body, mode == modeStore)
 	}
 	if err := g.checkPending(r.Context()); err != nil {
@@ -249,13 +249,14 @@ func requestFingerprint(upstream, method, rest string, body []byte, store bool) 
 	return "gateway:" + hex.EncodeToString(h.Sum(nil))
 }
 
-// Idempotency keys of async requests live in a namespace of their own, so
-// that a key of a job submitted through the API never matches one (no
-// caller may submit a key of it: job.CheckCallerInsert).
-const (
-	idempotencyPrefix = "gateway:"
-	maxIdempotencyKey = 255 - len(idempotencyPrefix)
-)
+// IdempotencyPrefix starts the idempotency key of every async request
+// (then its Idempotency-Key): a namespace of their own, so that a key of a
+// job submitted through the API never matches one (no caller may submit
+// a key of it: job.ReservedIdempotencyKey).
+const IdempotencyPrefix = "gateway:"
+
+// maxIdempotencyKey bounds an async request's Idempotency-Key.
+const maxIdempotencyKey = 255 - len(IdempotencyPrefix)
 
 // checkPending refuses a new async request while MaxPending gateway jobs
 // are queued or running (503 busy, with Retry-After). Concurrent submissions may overshoot the limit

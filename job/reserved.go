@@ -53,14 +53,6 @@ var reservedKeyPrefixes = []string{"schedule:", "process:", "gateway:", "jobd:"}
 // would stall that process.
 var reservedLockPrefixes = []string{"process:", "jobd:"}
 
-// ReservedKeyPrefixes returns the idempotency-key prefixes only jobd's own
-// code uses.
-func ReservedKeyPrefixes() []string { return slices.Clone(reservedKeyPrefixes) }
-
-// ReservedLockPrefixes returns the lock-key prefixes only jobd's own code
-// uses.
-func ReservedLockPrefixes() []string { return slices.Clone(reservedLockPrefixes) }
-
 // ReservedIdempotencyKey reports whether key is one jobd derives for its
 // own jobs, which a caller may not give.
 func ReservedIdempotencyKey(key string) bool { return hasAnyPrefix(key, reservedKeyPrefixes) }
