@@ -136,7 +136,7 @@ func (f *fuzz) run(budget int) {
 
 // readCalls are the store methods that write nothing.
 var readCalls = []string{
-	"Ping", "JobGet", "JobList", "JobEvents", "QueueList", "KeyList", "KeyByPrefix",
+	"Ping", "SchemaVersion", "JobGet", "JobList", "JobEvents", "QueueList", "QueueDepth", "KeyList", "KeyByPrefix",
 	"WorkerGet", "WorkerList", "ProcessGet", "ProcessList",
 }
 
