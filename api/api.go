@@ -115,6 +115,16 @@ type Job struct {
 	CallbackURL string `json:"callback_url,omitempty"`
 }
 
+// JobReplay is the answer (200) of POST /api/v1/jobs that matched an
+// existing job (its idempotency key, or an active duplicate) to a
+// credential without the read scope: the job's id and state, and nothing
+// it carries (args, result, error, progress, checkpoint), which may be
+// another caller's. A credential that may read jobs gets the whole Job.
+type JobReplay struct {
+	ID    uuid.UUID `json:"id"`
+	State State     `json:"state"`
+}
+
 // SubmitRequest is the body of POST /api/v1/jobs. Only Kind is required.
 type SubmitRequest struct {
 	// Queue defaults to "default".

@@ -2,12 +2,15 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -203,12 +206,17 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request, up *upstream, r
 		if len(key) > maxIdempotencyKey {
 			return problemf(api.ProblemBadRequest, "Idempotency-Key", "Idempotency-Key may be at most %d bytes", maxIdempotencyKey)
 		}
-		p.IdempotencyKey = idempotencyPrefix + key
+		p.IdempotencyKey = IdempotencyPrefix + key
+		p.IdempotencyFingerprint = requestFingerprint(up.Name, r.Method, rest, body, mode == modeStore)
 	}
 	if err := g.checkPending(r.Context()); err != nil {
 		return err
 	}
 	res, err := g.store.JobInsertMany(r.Context(), []job.InsertParams{p})
+	if errors.Is(err, job.ErrIdempotencyMismatch) {
+		return problemf(api.ProblemIdempotencyMismatch, "Idempotency-Key",
+			"this Idempotency-Key was used before with a different request (another upstream, method, path, body or async mode); send the same request again, or use a new key")
+	}
 	if err != nil {
 		return err
 	}
@@ -226,12 +234,29 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request, up *upstream, r
 	return nil
 }
 
-// Idempotency keys of async requests live in a namespace of their own, so
-// that a key of a job submitted through the API never matches one.
-const (
-	idempotencyPrefix = "gateway:"
-	maxIdempotencyKey = 255 - len(idempotencyPrefix)
-)
+// requestFingerprint identifies an async request for its Idempotency-Key
+// (job.InsertParams.IdempotencyFingerprint): its upstream, method, path
+// with query, body and async mode. The forwarded headers are not part of
+// it: two sendings of one request may carry another traceparent, request
+// id or client address.
+func requestFingerprint(upstream, method, rest string, body []byte, store bool) string {
+	h := sha256.New()
+	for _, part := range []string{upstream, method, rest, strconv.FormatBool(store)} {
+		h.Write([]byte(strconv.Quote(part)))
+		h.Write([]byte{0})
+	}
+	h.Write(body)
+	return "gateway:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// IdempotencyPrefix starts the idempotency key of every async request
+// (then its Idempotency-Key): a namespace of their own, so that a key of a
+// job submitted through the API never matches one (no caller may submit
+// a key of it: job.ReservedIdempotencyKey).
+const IdempotencyPrefix = "gateway:"
+
+// maxIdempotencyKey bounds an async request's Idempotency-Key.
+const maxIdempotencyKey = 255 - len(IdempotencyPrefix)
 
 // checkPending refuses a new async request while MaxPending gateway jobs
 // are queued or running (503 busy, with Retry-After). Concurrent submissions may overshoot the limit

@@ -106,3 +106,17 @@ func CheckWebhook(w Webhook, create bool) error {
 	}
 	return nil
 }
+
+// CheckTwin holds an insert p that a dedupe index skipped to the job j
+// the driver found in its place, whose stored idempotency fingerprint is
+// fingerprint ("" for none: a job stored before fingerprints were kept
+// matches any request). When j holds p's idempotency key (not an active
+// twin found by its args hash) and was made by another request, the
+// insert fails with job.ErrIdempotencyMismatch, which says nothing of j.
+func CheckTwin(p *job.InsertParams, j *job.Job, fingerprint string) error {
+	if p.IdempotencyKey == "" || j.IdempotencyKey != p.IdempotencyKey ||
+		fingerprint == "" || fingerprint == p.IdempotencyFingerprint {
+		return nil
+	}
+	return job.ErrIdempotencyMismatch
+}

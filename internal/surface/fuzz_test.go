@@ -47,6 +47,8 @@ const maxFindings = 30
 //     same after it (compared after every refusal that called a store
 //     method that writes, and one in four of the others, whose recorded
 //     store calls already show they wrote nothing);
+//   - a request that names, in a job's queue, kind or keys, what only
+//     jobd may insert (the "reserved name" mutation) is never accepted;
 //   - no answer and no log line carries a secret: the admin secret, the
 //     upstream's password, any key's secret part, or a lease token other
 //     than those a claim hands to its caller.
@@ -134,7 +136,7 @@ func (f *fuzz) run(budget int) {
 
 // readCalls are the store methods that write nothing.
 var readCalls = []string{
-	"Ping", "JobGet", "JobList", "JobEvents", "QueueList", "KeyList", "KeyByPrefix",
+	"Ping", "SchemaVersion", "JobGet", "JobList", "JobEvents", "QueueList", "QueueDepth", "KeyList", "KeyByPrefix",
 	"WorkerGet", "WorkerList", "ProcessGet", "ProcessList",
 }
 
@@ -202,6 +204,7 @@ func (f *fuzz) one(d *draft) {
 	f.statuses[a.status]++
 	f.checkStatus(d, a)
 	f.checkAuth(d, a)
+	f.checkReserved(d, a)
 	if write && a.status >= 400 && a.status < 500 && !decidedByTask(req.method, op, a) {
 		// A refusal that called the store for reads only cannot have
 		// written: its fingerprint is compared one time in four, the

@@ -66,6 +66,9 @@ type draft struct {
 	method string
 	// changes names what the mutations did, for the messages.
 	changes []string
+	// reserved names the member ("queue", "job.kind") in which a
+	// mutation put what only jobd may insert.
+	reserved string
 }
 
 // member is one member of a body object, its value as JSON text (which
