@@ -62,6 +62,11 @@ func (r recorder) Migrate(ctx context.Context) error { note(ctx, "Migrate"); ret
 func (r recorder) Ping(ctx context.Context) error    { note(ctx, "Ping"); return r.st.Ping(ctx) }
 func (r recorder) Close() error                      { return r.st.Close() }
 
+func (r recorder) SchemaVersion(ctx context.Context) (store.SchemaVersion, error) {
+	note(ctx, "SchemaVersion")
+	return r.st.SchemaVersion(ctx)
+}
+
 func (r recorder) JobInsertMany(ctx context.Context, params []job.InsertParams) ([]store.InsertResult, error) {
 	note(ctx, "JobInsertMany")
 	return r.st.JobInsertMany(ctx, params)
@@ -233,6 +238,11 @@ func (r recorder) QueueSetThrottleByIfUnset(ctx context.Context, queue, by strin
 func (r recorder) QueuePurge(ctx context.Context, queue string) (int64, error) {
 	note(ctx, "QueuePurge")
 	return r.st.QueuePurge(ctx, queue)
+}
+
+func (r recorder) QueueDepth(ctx context.Context, queue string) (store.QueueDepth, error) {
+	note(ctx, "QueueDepth")
+	return r.st.QueueDepth(ctx, queue)
 }
 
 func (r recorder) LeaderAttempt(ctx context.Context, name, node string, ttl time.Duration) (bool, error) {
