@@ -81,7 +81,7 @@ func (s *server) jobStatus(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	j, err := s.store.JobGet(r.Context(), id)
+	j, err := s.callerJob(r, id)
 	if err != nil {
 		return err
 	}

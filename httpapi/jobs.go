@@ -177,6 +177,9 @@ func (s *server) create(w http.ResponseWriter, r *http.Request, body submission,
 	if err != nil {
 		return err
 	}
+	if err := checkSubmitQueue(r, p.Queue); err != nil {
+		return err
+	}
 	// The caller's trace, for the job's executions to join; a malformed
 	// traceparent is ignored, as W3C Trace Context says.
 	if tp := r.Header.Get("traceparent"); job.ValidTraceParent(tp) {
@@ -185,6 +188,11 @@ func (s *server) create(w http.ResponseWriter, r *http.Request, body submission,
 	res, err := s.insert(r, p)
 	if err != nil {
 		return err
+	}
+	if !callerOf(r).Allows(res.Job.Queue) {
+		// The idempotency key names a job of a queue the caller cannot
+		// see: it learns nothing of it.
+		return problem.Errorf(api.ProblemDuplicate, "idempotency_key", "the idempotency key is taken by a job this API key cannot see")
 	}
 	status := http.StatusOK
 	if res.Created {
@@ -209,7 +217,7 @@ func (s *server) getJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	j, err := s.store.JobGet(r.Context(), id)
+	j, err := s.callerJob(r, id)
 	if err != nil {
 		return err
 	}
@@ -257,7 +265,8 @@ func waitParam(r *http.Request) (time.Duration, error) {
 	return min(d, MaxWait), nil
 }
 
-// cancel: POST /api/v1/jobs/{id}/cancel.
+// cancel: POST /api/v1/jobs/{id}/cancel, scope cancel (or admin); a
+// key limited to queues cancels only their jobs (callerJob).
 func (s *server) cancel(w http.ResponseWriter, r *http.Request) error {
 	return s.transition(w, r, "api: job canceled or its cancel requested", s.store.JobCancel)
 }
@@ -312,6 +321,11 @@ func (s *server) transition(w http.ResponseWriter, r *http.Request, what string,
 	if err != nil {
 		return err
 	}
+	if callerOf(r).Limited() {
+		if _, err := s.callerJob(r, id); err != nil {
+			return err
+		}
+	}
 	j, err := apply(r.Context(), id)
 	if err != nil {
 		return err
@@ -330,7 +344,7 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	// The journal of an unknown job is empty; the job itself says 404.
-	if _, err := s.store.JobGet(r.Context(), id); err != nil {
+	if _, err := s.callerJob(r, id); err != nil {
 		return err
 	}
 	evs, err := s.store.JobEvents(r.Context(), id)

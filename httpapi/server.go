@@ -239,7 +239,7 @@ func (s *server) routes() []route {
 		{"POST", "/api/v1/jobs", scopeSubmit, s.submit},
 		{"GET", "/api/v1/jobs", scopeRead, s.list},
 		{"GET", "/api/v1/jobs/{id}", scopeRead, s.getJob},
-		{"POST", "/api/v1/jobs/{id}/cancel", scopeAdmin, s.cancel},
+		{"POST", "/api/v1/jobs/{id}/cancel", scopeCancel, s.cancel},
 		{"POST", "/api/v1/jobs/{id}/retry", scopeAdmin, s.retry},
 		{"POST", "/api/v1/jobs/{id}/rerun", scopeAdmin, s.rerun},
 		{"GET", "/api/v1/jobs/{id}/events", scopeRead, s.events},
@@ -351,9 +351,13 @@ func NewAuthorizer(st store.Store, adminSecret string) *Authorizer {
 // api.ScopeRead or api.ScopeAdmin; the admin secret and admin keys grant
 // every scope). A missing or bad credential is an *api.Problem of status
 // 401, a key without the scope one of status 403; any other error is the
-// store's, wrapped.
+// store's, wrapped. A key limited to queues is refused (403 naming
+// queues): the routes served outside this package are not one queue's.
 func (a *Authorizer) Authorize(r *http.Request, need string) error {
-	_, err := a.a.authorize(r, scope(need))
+	caller, err := a.a.authorize(r, scope(need))
+	if err == nil && caller.Limited() {
+		err = errQueueLimited
+	}
 	var p *problem.Error
 	if errors.As(err, &p) {
 		return problem.FromError(p)
@@ -404,6 +408,9 @@ func (s *server) wrap(rt route) http.Handler {
 			}
 		} else if rt.scope != "" {
 			p, err := s.auth.authorize(r, rt.scope)
+			if err == nil && p.Limited() && !rt.queueScoped() {
+				err = errQueueLimited
+			}
 			if err != nil {
 				s.writeError(w, r, err)
 				return

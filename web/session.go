@@ -40,6 +40,7 @@ const (
 	scopeRead   = api.ScopeRead
 	scopeSubmit = api.ScopeSubmit
 	scopeAdmin  = api.ScopeAdmin
+	scopeCancel = api.ScopeCancel
 )
 
 // sessionKeys are the keys derived from the admin secret: one signs the
@@ -169,8 +170,8 @@ func (s *server) viewerOf(ctx context.Context, r *http.Request) (viewer, error) 
 	if err != nil {
 		return v, err
 	}
-	if !ok || p.KeyID != sess.Subject {
-		return v, nil // revoked
+	if !ok || p.KeyID != sess.Subject || p.Limited() {
+		return v, nil // revoked (a key limited to queues never logs in)
 	}
 	v.loggedIn, v.principal, v.sid = true, p, sess.ID
 	return v, nil
@@ -253,6 +254,9 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	case !p.Grants(scopeRead):
 		s.renderLogin(w, r, v, http.StatusForbidden, "That key cannot read (it needs the read or admin scope).")
+		return
+	case p.Limited():
+		s.renderLogin(w, r, v, http.StatusForbidden, "That key is limited to queues; the dashboard shows every queue, so it needs a key of every queue.")
 		return
 	}
 	id, err := randomID()

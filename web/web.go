@@ -173,7 +173,7 @@ func (s *server) routes() http.Handler {
 	mux.HandleFunc("GET /ui/jobs/{id}", s.page(s.job))
 	mux.HandleFunc("GET /ui/jobs/{id}/items", s.page(s.items))
 	mux.HandleFunc("GET /ui/jobs/{id}/stream", s.page(s.stream))
-	mux.HandleFunc("POST /ui/jobs/{id}/cancel", s.action(scopeAdmin, s.cancel))
+	mux.HandleFunc("POST /ui/jobs/{id}/cancel", s.action(scopeCancel, s.cancel))
 	mux.HandleFunc("POST /ui/jobs/{id}/retry", s.action(scopeAdmin, s.retry))
 
 	mux.HandleFunc("POST /ui/jobs/{id}/rerun", s.action(scopeAdmin, s.rerun))

@@ -252,7 +252,7 @@ func (f *fuzz) checkAuth(d *draft, a *answer) {
 	if a.status >= 300 && a.status < 400 || a.status == 405 || noRoute(a) || d.method != "" {
 		return // the request no longer names the operation
 	}
-	refused := a.status == 401 || a.status == 403
+	refused := (a.status == 401 || a.status == 403) && !queueRefusal(d, a)
 	switch ok := passes(d.op, d.cred); {
 	case ok && refused:
 		f.find("credential refused", d, a, "")
@@ -268,6 +268,19 @@ func (f *fuzz) checkAuth(d *draft, a *answer) {
 			}
 		}
 	}
+}
+
+// queueRefusal reports whether a is a 403 that the request's queues
+// decided, not its credential: a submission to a queue outside the key's
+// (naming queue), or a claim of a queue outside the worker's or of one
+// of jobd's own (naming queues, on a worker route, where no key's queue
+// limit is checked).
+func queueRefusal(d *draft, a *answer) bool {
+	var p api.Problem
+	if a.status != 403 || json.Unmarshal(a.body, &p) != nil {
+		return false
+	}
+	return p.Field == "queue" || p.Field == "queues" && strings.HasPrefix(d.op.Path, "/api/v1/worker/")
 }
 
 // noRoute reports whether a is the API's answer to a path no route has.

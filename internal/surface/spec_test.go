@@ -13,8 +13,11 @@ type operation struct {
 	ID           string
 	Method, Path string // Path is the template: /api/v1/jobs/{id}
 	// Scope is the declared security's scope; "" for a public operation.
-	Scope  string
-	Params []*param
+	Scope string
+	// QueueScoped: the operation is one queue's jobs, which a key limited
+	// to queues may use (x-jobd-queue-scoped).
+	QueueScoped bool
+	Params      []*param
 	// Body is the JSON request body's schema; nil when the operation
 	// takes none. OpaqueBody: any bytes (the gateway forwards them).
 	Body         *schema
@@ -107,6 +110,7 @@ func parseSpec(doc []byte) (*spec, error) {
 			}
 			var o struct {
 				OperationID string                 `json:"operationId"`
+				QueueScoped bool                   `json:"x-jobd-queue-scoped"`
 				Security    *[]map[string][]string `json:"security"`
 				Parameters  []*param               `json:"parameters"`
 				RequestBody *struct {
@@ -117,7 +121,7 @@ func parseSpec(doc []byte) (*spec, error) {
 			if err := json.Unmarshal(rawOp, &o); err != nil {
 				return nil, fmt.Errorf("openapi: %s %s: %w", method, path, err)
 			}
-			op := &operation{ID: o.OperationID, Method: strings.ToUpper(method), Path: path}
+			op := &operation{ID: o.OperationID, Method: strings.ToUpper(method), Path: path, QueueScoped: o.QueueScoped}
 			sec := raw.Security
 			if o.Security != nil {
 				sec = *o.Security
