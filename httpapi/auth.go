@@ -184,4 +184,3 @@ type principalKey struct{}
 func withPrincipal(r *http.Request, p Principal) *http.Request {
 	return r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
 }
-

@@ -221,7 +221,7 @@ func CheckName(field, v string) error {
 }
 
 // ArgsHash is the hex SHA-256 of the canonical JSON of (queue, kind, args):
-// object keys sorted, null members dropped (DESIGN.md section 2).
+// object keys sorted, null members dropped (docs/design.md).
 func ArgsHash(queue, kind string, args map[string]any) (string, error) {
 	var buf bytes.Buffer
 	if err := writeCanonical(&buf, map[string]any{"queue": queue, "kind": kind, "args": args}); err != nil {

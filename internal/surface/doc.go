@@ -18,6 +18,6 @@
 //
 // The package has no code of its own: everything is in its tests. The
 // fuzz test's budget is JOBD_FUZZ_REQUESTS requests per store (its seed
-// is printed; -fuzzseed or JOBD_FUZZ_SEED replays one); README.md says how
+// is printed; -fuzzseed or JOBD_FUZZ_SEED replays one); docs/development.md says how
 // to run a long fuzz.
 package surface

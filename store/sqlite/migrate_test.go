@@ -54,7 +54,7 @@ func TestMigrateIdempotent(t *testing.T) {
 	}
 	var want []int
 	for _, m := range ms {
-		want = append(want, m.version)
+		want = append(want, m.Version)
 	}
 	if !slices.Equal(applied, want) {
 		t.Fatalf("applied versions %v, want each of %v once", applied, want)
@@ -112,5 +112,26 @@ func TestOpenOddPath(t *testing.T) {
 	}
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("database not at %s: %v", path, err)
+	}
+}
+
+// TestSchemaVersionBeforeMigrate: a new file is at version 0, and at the
+// latest once migrated.
+func TestSchemaVersionBeforeMigrate(t *testing.T) {
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "jobd.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ms, _ := migrations()
+	v, err := s.SchemaVersion(t.Context())
+	if err != nil || v.Current != 0 || v.Latest != len(ms) {
+		t.Fatalf("before Migrate: %+v, %v; want current 0, latest %d", v, err, len(ms))
+	}
+	if err := s.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if v, err = s.SchemaVersion(t.Context()); err != nil || !v.UpToDate() || v.Current != len(ms) {
+		t.Fatalf("after Migrate: %+v, %v", v, err)
 	}
 }
