@@ -62,6 +62,11 @@ func (r recorder) Migrate(ctx context.Context) error { note(ctx, "Migrate"); ret
 func (r recorder) Ping(ctx context.Context) error    { note(ctx, "Ping"); return r.st.Ping(ctx) }
 func (r recorder) Close() error                      { return r.st.Close() }
 
+func (r recorder) SchemaVersion(ctx context.Context) (store.SchemaVersion, error) {
+	note(ctx, "SchemaVersion")
+	return r.st.SchemaVersion(ctx)
+}
+
 func (r recorder) JobInsertMany(ctx context.Context, params []job.InsertParams) ([]store.InsertResult, error) {
 	note(ctx, "JobInsertMany")
 	return r.st.JobInsertMany(ctx, params)
@@ -198,6 +203,11 @@ func (r recorder) JobTake(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 func (r recorder) QueueList(ctx context.Context) ([]store.QueueInfo, error) {
 	note(ctx, "QueueList")
 	return r.st.QueueList(ctx)
+}
+
+func (r recorder) QueueDepth(ctx context.Context, queue string) (store.QueueDepth, error) {
+	note(ctx, "QueueDepth")
+	return r.st.QueueDepth(ctx, queue)
 }
 
 func (r recorder) QueueHealth(ctx context.Context, params store.HealthParams) (*store.Health, error) {
