@@ -394,6 +394,11 @@ func (a *Authorizer) Key(ctx context.Context, prefix string) (p Principal, ok bo
 	return principalOf(rec), true, nil
 }
 
+// KeyPrincipal returns the principal of an API key record, as Key does
+// once it has found the record: for a session that reads its key with
+// its own lookup (the dashboard's, store.SessionGet).
+func KeyPrincipal(rec *store.APIKey) Principal { return principalOf(rec) }
+
 // wrap checks the route's scope before anything else (so that no answer
 // reveals whether a job exists to a caller without it), then runs the
 // handler and answers its error as a problem.

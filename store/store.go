@@ -94,6 +94,7 @@ type Executor interface {
 	ProcessStore
 	ScheduleStore
 	WebhookStore
+	SessionStore
 	// Wake tells the workers of queues, on every node sharing the
 	// database, that jobs may be available: at once, or, inside a
 	// transaction, once it commits.

@@ -40,7 +40,7 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, v viewer, status
 		s.log.Error("web: session id", "err", err)
 	}
 	pd := pageData{
-		Title: title, Nav: name, Viewer: v, CSRF: s.sessions.csrfToken(v.sid),
+		Title: title, Nav: name, Viewer: v, CSRF: s.keys.csrfToken(v.sid),
 		CanWrite: v.can(scopeAdmin), CanSubmit: v.can(scopeSubmit), CanCancel: v.can(scopeCancel),
 		Message: r.URL.Query().Get("msg"), Here: r.URL.RequestURI(), Data: data,
 	}

@@ -39,8 +39,9 @@ const maxFindings = 30
 //   - nothing answers 5xx (but a process task's 504 task-timeout, which
 //     says the task goes on);
 //   - every 4xx is a problem document whose type is one of
-//     api.ProblemKinds, with that kind's status; a 401 says
-//     WWW-Authenticate; a JSON answer is valid JSON;
+//     api.ProblemKinds, with that kind's status, and on the gateway's
+//     ArangoDB routes (x-problem-members) ArangoDB's members too; a 401
+//     says WWW-Authenticate; a JSON answer is valid JSON;
 //   - 401 or 403 exactly when the credential lacks the declared scope,
 //     decided before any store call but the credential's lookup;
 //   - a refused write changed nothing: the database's fingerprint is the
@@ -237,6 +238,8 @@ func (f *fuzz) checkStatus(d *draft, a *answer) {
 			f.find("4xx not a problem document", d, a, err.Error())
 		} else if k, known := api.LookupProblem(p.Type); !known || k.Status != a.status || p.Status != a.status || p.Title != k.Title {
 			f.find("problem of no known kind", d, a, fmt.Sprintf("%+v", p))
+		} else if missing := missingMembers(d.op, a); missing != "" {
+			f.find("problem without its route's members", d, a, missing)
 		}
 		if a.status == 401 && !strings.HasPrefix(a.header.Get("WWW-Authenticate"), "Bearer") {
 			f.find("401 without WWW-Authenticate", d, a, "")
@@ -244,6 +247,31 @@ func (f *fuzz) checkStatus(d *draft, a *answer) {
 	case strings.HasPrefix(ct, "application/json") && !json.Valid(a.body):
 		f.find("invalid JSON answer", d, a, "")
 	}
+}
+
+// missingMembers names what a problem answer of op lacks of the members
+// its route declares (ProblemMembers: ArangoDB's error, errorNum,
+// errorMessage and code, the last the status); "" when nothing.
+func missingMembers(op *operation, a *answer) string {
+	if len(op.ProblemMembers) == 0 || noRoute(a) {
+		return ""
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(a.body, &doc); err != nil {
+		return err.Error()
+	}
+	for _, m := range op.ProblemMembers {
+		if _, ok := doc[m]; !ok {
+			return "no " + m
+		}
+	}
+	if code, ok := doc["code"]; ok && string(code) != strconv.Itoa(a.status) {
+		return "code " + string(code) + " is not the status"
+	}
+	if e, ok := doc["error"]; ok && string(e) != "true" {
+		return "error is " + string(e)
+	}
+	return ""
 }
 
 // checkAuth: 401/403 exactly when the credential lacks the scope, and
