@@ -63,6 +63,12 @@ const (
 	// ProcessTaskTimeout, names the task, a job whose outcome can be read
 	// later.
 	ProblemTaskTimeout = "https://jobd.dev/problems/task-timeout"
+	// ProblemIdempotencyMismatch (422): the idempotency key was used
+	// before with a different request (another queue, kind, args or
+	// other member that decides the job). Nothing was written, and the
+	// answer says nothing of the job the key names: send the same request
+	// again, or use a new key.
+	ProblemIdempotencyMismatch = "https://jobd.dev/problems/idempotency-mismatch"
 )
 
 // ProblemContentType is the media type of a Problem body.
@@ -132,6 +138,7 @@ var problemKinds = []ProblemKind{
 	{ProblemBusy, http.StatusServiceUnavailable, "Too many pending requests", ClassUnavailable},
 	{ProblemUpstreamTimeout, http.StatusGatewayTimeout, "Upstream timeout", ClassUpstream},
 	{ProblemTaskTimeout, http.StatusGatewayTimeout, "Task still pending", ClassPending},
+	{ProblemIdempotencyMismatch, http.StatusUnprocessableEntity, "Idempotency key reused", ClassInvalid},
 }
 
 // ProblemKinds returns every kind of problem jobd answers with, one per

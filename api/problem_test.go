@@ -14,7 +14,7 @@ var everyProblemType = []string{
 	api.ProblemForbidden, api.ProblemNotFound, api.ProblemMethodNotAllowed, api.ProblemWrongState,
 	api.ProblemDuplicate, api.ProblemLeaseLost, api.ProblemCanceled, api.ProblemInternal,
 	api.ProblemUpstreamFailed, api.ProblemProcessorFailed, api.ProblemUnavailable, api.ProblemBusy,
-	api.ProblemUpstreamTimeout, api.ProblemTaskTimeout,
+	api.ProblemUpstreamTimeout, api.ProblemTaskTimeout, api.ProblemIdempotencyMismatch,
 }
 
 func TestProblemKinds(t *testing.T) {

@@ -38,6 +38,9 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// A caller limited to queues lists their jobs only; a queue filter
+	// naming another matches nothing (an empty page, total 0).
+	params.QueuesIn = callerOf(r).Queues
 	limit := params.Limit
 	if limit > 0 {
 		params.Limit = limit + 1 // one more tells whether a next page exists

@@ -94,6 +94,7 @@ type Executor interface {
 	ProcessStore
 	ScheduleStore
 	WebhookStore
+	SessionStore
 	// Wake tells the workers of queues, on every node sharing the
 	// database, that jobs may be available: at once, or, inside a
 	// transaction, once it commits.
@@ -600,6 +601,11 @@ type ListParams struct {
 	// IdempotencyKey finds the job submitted with that key (there is at
 	// most one, found by its unique index).
 	IdempotencyKey string
+	// QueuesIn, when not empty, keeps only the jobs of the queues it
+	// allows (job.QueuePatterns.Allows: its names, and the queues its
+	// prefixes match), besides Queue: the listing of a caller limited to
+	// those queues.
+	QueuesIn job.QueuePatterns
 	// UpdatedSince switches to feed order: jobs with updated_at >=
 	// UpdatedSince, ascending by (updated_at, id). Otherwise jobs come
 	// newest first (id descending).
@@ -708,6 +714,8 @@ type APIKey struct {
 	CreatedAt time.Time
 	// WorkerID is the remote worker the key belongs to, if any.
 	WorkerID string
+	// Queues are the queues the key is limited to; empty: every queue.
+	Queues job.QueuePatterns
 }
 
 // CheckThrottleBy checks the arguments of

@@ -61,6 +61,7 @@ func Run(t *testing.T, open Opener, node NodeOpener) {
 		{"Leader", leaderTests},
 		{"Wakeup", wakeupTests},
 		{"Key", keyTests},
+		{"Session", sessionTests},
 		{"Worker", workerTests},
 		{"Process", processTests},
 		{"Schedule", scheduleTests},
