@@ -41,7 +41,7 @@ const ModeSteady = "steady"
 const ModeVacuum = "vacuum"
 
 // Named are the modes run only when asked for by name, not by "all".
-var Named = []string{ModeSteady, ModeVacuum, ModeProcess, ModeFlow}
+var Named = []string{ModeSteady, ModeVacuum, ModeProcess, ModeFlow, ModeNodes}
 
 // Config says what to measure.
 type Config struct {
@@ -69,6 +69,16 @@ type Config struct {
 	// measure their cost); nil: off.
 	Observer observe.Jobs
 	Tracer   observe.Tracer
+	// Jobd is the jobd binary the nodes mode runs as `jobd serve`, and
+	// Database the URL its nodes are given (the Store's database).
+	Jobd, Database string
+	// Nodes are the node counts the nodes mode measures, in turn
+	// (default DefaultNodes); NodeConcurrency each node's worker pool
+	// (default DefaultNodeConcurrency); Runs how many times it measures
+	// each count (default 1), reporting the min, median and max.
+	Nodes           []int
+	NodeConcurrency int
+	Runs            int
 }
 
 // Figure is one measured number.
@@ -132,6 +142,15 @@ func withDefaults(cfg Config) Config {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if len(cfg.Nodes) == 0 {
+		cfg.Nodes = DefaultNodes
+	}
+	if cfg.NodeConcurrency <= 0 {
+		cfg.NodeConcurrency = DefaultNodeConcurrency
+	}
+	if cfg.Runs <= 0 {
+		cfg.Runs = 1
+	}
 	return cfg
 }
 
@@ -159,6 +178,8 @@ func runMode(ctx context.Context, cfg Config, mode string, w io.Writer) ([]Figur
 		return processBench(ctx, cfg, w)
 	case ModeFlow:
 		return flowBench(ctx, cfg, w)
+	case ModeNodes:
+		return nodesBench(ctx, cfg, w)
 	}
 	return nil, fmt.Errorf("unknown mode %q", mode)
 }

@@ -137,7 +137,8 @@ func (p *producer) pace(paced time.Time) (time.Duration, time.Time) {
 }
 
 // claim fills the free slots, claiming again while claims come back full,
-// and retries a failing store with backoff until it answers or ctx ends.
+// and retries a failing store with backoff (cut short by a wake-up, see
+// pause) until it answers or ctx ends.
 // It reports whether its last claim came back short: fewer jobs than free
 // slots.
 //
@@ -177,7 +178,7 @@ func (p *producer) claim(ctx, workCtx, jobBase context.Context, h *health) (shor
 				return false
 			}
 			h.fail(err)
-			if !sleep(ctx, p.e.clock, delay) {
+			if !p.pause(ctx, delay) {
 				return false
 			}
 			delay = nextRetry(delay)
@@ -208,6 +209,23 @@ func (p *producer) claim(ctx, workCtx, jobBase context.Context, h *health) (shor
 		}
 	}
 	return false
+}
+
+// pause waits d after a failed claim, or until a wake-up comes: the
+// store's listener reconnected, which says that the database answers
+// again, so the claim is tried at once rather than at the end of a
+// backoff that grew while the database was away. False when ctx ended.
+func (p *producer) pause(ctx context.Context, d time.Duration) bool {
+	t := p.e.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-p.wake:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // cursorSlack is how far before the last job it took a claim starts: the

@@ -61,8 +61,11 @@ type attemptResult struct {
 // Term/3 (sooner, with backoff, after an error); the leader duties start
 // when this node wins, and stop when another node leads or when the term
 // reaches its end without a renewal, even while an attempt to renew it
-// still waits for the database.
-func (r *Runner) elect(ctx context.Context, duties []Duty) {
+// still waits for the database. With a watch (feed, nil without one) it
+// also attempts at once when the watch says the leader's presence ended
+// or its own presence is back, and ends its own term at once when its
+// presence is lost.
+func (r *Runner) elect(ctx context.Context, duties []Duty, feed *watchFeed) {
 	h := health{log: r.log, what: "leader election"}
 	every := r.cfg.Term / 3
 	var cur *term
@@ -72,6 +75,13 @@ func (r *Runner) elect(ctx context.Context, duties []Duty) {
 			r.resign(ctx)
 		}
 	}()
+	// contact is when this node's unbroken contact with the database
+	// began (see Term.ContactSince); zero after a break.
+	var contact time.Time
+	var kick <-chan struct{}
+	if feed != nil {
+		kick = feed.kick
+	}
 	next := r.clock.NewTimer(0)
 	defer next.Stop()
 	// ends fires at the current term's end; stopped while not leading.
@@ -101,6 +111,23 @@ func (r *Runner) elect(ctx context.Context, duties []Duty) {
 		case <-ends.C():
 			atEnd()
 			continue
+		case <-kick:
+			lost, attempt, events := feed.take()
+			if lost {
+				contact = time.Time{}
+				if cur != nil {
+					r.log.Warn("maintenance: the leader's connection to the database failed; leader duties stopped", "node", r.cfg.Node)
+					r.endTerm(cur, "its presence in the election was lost")
+					cur = nil
+					ends.Stop()
+				}
+			}
+			for _, ev := range events {
+				r.signals.Watched.Fire(ev)
+			}
+			if !attempt {
+				continue
+			}
 		case <-next.C():
 		}
 		began := r.clock.Now()
@@ -128,11 +155,15 @@ func (r *Runner) elect(ctx context.Context, duties []Duty) {
 			// Unsure whether the renewal took: the current term, if any,
 			// stands until its end.
 			h.fail(got.err)
+			contact = time.Time{}
 			after = min(delay, every)
 			delay = nextRetry(delay)
 		case !got.leads:
 			h.ok()
 			delay = retryMin
+			if contact.IsZero() {
+				contact = began
+			}
 			if cur != nil {
 				r.endTerm(cur, "another node leads")
 				cur = nil
@@ -140,12 +171,15 @@ func (r *Runner) elect(ctx context.Context, duties []Duty) {
 		default:
 			h.ok()
 			delay = retryMin
+			if contact.IsZero() {
+				contact = began
+			}
 			if cur != nil && !cur.holds(r.clock.Now()) {
 				atEnd() // ended while the attempt ran: a new term begins
 			}
 			until := began.Add(r.cfg.Term)
 			if cur == nil {
-				cur = r.beginTerm(ctx, until, duties)
+				cur = r.beginTerm(ctx, until, duties, Term{Began: began, ContactSince: contact})
 			} else {
 				cur.extend(until)
 			}
@@ -167,9 +201,9 @@ func (r *Runner) attempt(ctx context.Context) (bool, error) {
 }
 
 // beginTerm starts the leader duties under a term that ends at until
-// unless extended.
-func (r *Runner) beginTerm(ctx context.Context, until time.Time, duties []Duty) *term {
-	tctx, cancel := context.WithCancel(ctx)
+// unless extended; their contexts carry info (see TermOf).
+func (r *Runner) beginTerm(ctx context.Context, until time.Time, duties []Duty, info Term) *term {
+	tctx, cancel := context.WithCancel(WithTerm(ctx, info))
 	t := &term{ctx: tctx, cancel: cancel, until: until}
 	r.current.Store(t)
 	r.log.Info("maintenance: this node leads", "node", r.cfg.Node, "election", r.cfg.Election, "duties", names(duties))

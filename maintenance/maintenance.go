@@ -10,8 +10,16 @@
 // The leader duties run under a context that ends with the term: when
 // another node took over, or when the term's end came before a renewal
 // could confirm it (a database that stopped answering). A node therefore
-// never runs a leader duty past a term it was granted, and two nodes never
-// lead at once.
+// never runs a leader duty past a term it was granted.
+//
+// An Elector that is also a LeaderWatcher (store/postgres, with a direct
+// connection to PostgreSQL) makes the hand-over fast: a leader that dies
+// is replaced within moments, not when its term runs out (see
+// LeaderWatcher and watch.go). A leader that learns that its presence
+// ended stops its duties at once; until it learns it, a dead leader's
+// successor and a leader cut off from the database may both run a pass,
+// which every leader duty tolerates: each of its writes is fenced by
+// the state it expects (a schedule's next run, a lease's token).
 //
 // Adding a duty is a Duty value and one call:
 //
@@ -47,6 +55,21 @@ type Elector interface {
 	LeaderAttempt(ctx context.Context, name, node string, ttl time.Duration) (bool, error)
 	// LeaderResign ends node's term of name, if it holds it.
 	LeaderResign(ctx context.Context, name, node string) error
+}
+
+// LeaderWatcher is an Elector that can also tell, through a connection of
+// its own, the moment a leader's presence ends, so that another node takes
+// over at once instead of when the dead leader's term runs out.
+type LeaderWatcher interface {
+	// LeaderWatch holds node's presence in election name until ctx ends,
+	// then returns nil. It calls present(true) each time the presence is
+	// (re)established and present(false) each time it is lost (its
+	// connection failed: node must stop leading at once, since another
+	// node may take over), and vacated when the leader's presence ended:
+	// it made node the leader in its place for ttl, or found the term
+	// free (a resignation), so node attempts at once. It returns an error
+	// at once when it cannot watch (then the term alone elects).
+	LeaderWatch(ctx context.Context, name, node string, ttl time.Duration, present func(bool), vacated func()) error
 }
 
 // Duty is one periodic task of maintenance.
@@ -116,6 +139,10 @@ type TestSignals struct {
 	// TermEnded fires when this node stopped leading and its leader duties
 	// have returned.
 	TermEnded testsignal.Signal[string]
+	// Watched fires when the elector's watch (LeaderWatcher) reported
+	// something and the election has acted on it: "present", "lost",
+	// "vacated", or "unavailable" when it cannot watch.
+	Watched testsignal.Signal[string]
 }
 
 // PassDone is one finished pass of a duty, as TestSignals.Pass reports it.
@@ -204,7 +231,8 @@ func (r *Runner) Run(ctx context.Context) error {
 		wg.Go(func() { r.loop(ctx, d) })
 	}
 	if len(leader) > 0 {
-		wg.Go(func() { r.elect(ctx, leader) })
+		feed := r.watch(ctx, &wg)
+		wg.Go(func() { r.elect(ctx, leader, feed) })
 	}
 	wg.Wait()
 	return nil

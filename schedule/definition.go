@@ -29,22 +29,25 @@ const (
 	OverlapSkip = "skip"
 )
 
-// The catch-up rules: which of the ticks that fell due while no ticker
-// ran (every node down, a leader's hand-over) get a job. A tick less
-// than Grace late is on time, whatever the rule.
+// The catch-up rules: which of the missed ticks get a job, those that
+// fell due while no node could tick (every node down, or the database)
+// or while the leader's passes failed. A tick less than Grace late is
+// on time, and so is one that fell due while the leadership changed
+// hands (the cluster was up: maintenance.Term.HandOver): each of those
+// runs, whatever the rule (see pick).
 const (
-	// CatchUpNone (the default): no job for missed ticks; the latest due
-	// tick runs only if it is on time.
+	// CatchUpNone (the default): no job for missed ticks.
 	CatchUpNone = "none"
-	// CatchUpOne: one job for all the ticks due, for the latest.
+	// CatchUpOne: one job for all the missed ticks, for the latest, unless
+	// a later tick runs.
 	CatchUpOne = "one"
 	// CatchUpAll: one job per tick due, the latest CatchUpLimit of them.
 	CatchUpAll = "all"
 )
 
-// Grace is how late a tick may be and still run under CatchUpNone: a
-// ticker's pass, or a new leader taking over from a dead one, takes
-// seconds.
+// Grace is how late a tick may be and still be on time, whatever the
+// catch-up rule: a ticker's pass takes time, and so does a new leader
+// taking over from a dead one.
 const Grace = time.Minute
 
 // DefaultCatchUpLimit bounds CatchUpAll when a schedule sets no limit.

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/maintenance"
 	"github.com/jobd/jobd/store"
 )
 
@@ -40,8 +42,16 @@ func DefinitionOf(sc *store.Schedule) (Definition, error) {
 // inserted. A schedule that fails is left for the next pass, the others
 // go on, and the pass returns the failures (the maintenance runner logs
 // them once, until a pass succeeds again).
+//
+// Run as the leader duty, in a term that began after a hand-over (see
+// maintenance.Term.HandOver), the ticks that fell due while the
+// leadership changed hands are on time: see pick.
 func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 	now := s.clock.Now()
+	var w handOver
+	if t, ok := maintenance.TermOf(ctx); ok {
+		w.from, w.to, _ = t.HandOver()
+	}
 	inserted := 0
 	var failed []error
 	defer func() { s.signals.Pass.Fire(inserted) }()
@@ -52,7 +62,7 @@ func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 		}
 		for _, sc := range due {
 			cctx, cancel := context.WithTimeout(ctx, callTimeout)
-			n, err := s.advance(cctx, sc, now)
+			n, err := s.advance(cctx, sc, now, w)
 			cancel()
 			inserted += n
 			if err != nil {
@@ -73,7 +83,7 @@ func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 // fenced by the next_run_at read. A schedule that another pass (another
 // leader) advanced, paused or deleted meanwhile is left alone. It
 // returns the jobs it created.
-func (s *Scheduler) advance(ctx context.Context, read store.Schedule, now time.Time) (int, error) {
+func (s *Scheduler) advance(ctx context.Context, read store.Schedule, now time.Time, w handOver) (int, error) {
 	created := 0
 	err := s.store.InTx(ctx, func(ctx context.Context, ex store.Executor) error {
 		created = 0
@@ -95,7 +105,7 @@ func (s *Scheduler) advance(ctx context.Context, read store.Schedule, now time.T
 		if err != nil {
 			return fmt.Errorf("schedule %q: %w", d.Name, err)
 		}
-		ticks := pick(spec, cur, now)
+		ticks := pick(spec, cur, now, w)
 		if err := d.Job.CheckCaller(); len(ticks) > 0 && err != nil {
 			// A template an older jobd stored may name what only jobd's
 			// own code inserts now: its ticks pass without a job, and the
@@ -158,23 +168,50 @@ func (s *Scheduler) advance(ctx context.Context, read store.Schedule, now time.T
 	return created, nil
 }
 
-// pick returns the ticks of a due schedule to run at now, by its
-// catch-up rule: every tick due (CatchUpAll, the latest CatchUpLimit of
-// them), the latest one (CatchUpOne), or the latest one if it is on
-// time, less than Grace late (CatchUpNone).
-func pick(spec *Spec, sc *store.Schedule, now time.Time) []time.Time {
-	switch sc.CatchUp {
-	case CatchUpAll:
-		return spec.Due(sc.NextRunAt, now, sc.CatchUpLimit)
-	case CatchUpOne:
-		return spec.Due(sc.NextRunAt, now, 1)
+// handOver is the span [from, to) before the ticker's term during which
+// its node was in contact with the database and did not lead (see
+// maintenance.Term.HandOver); empty (zero) outside such a term.
+type handOver struct{ from, to time.Time }
+
+func (w handOver) holds(t time.Time) bool { return !t.Before(w.from) && t.Before(w.to) }
+
+// pick returns the ticks of a due schedule to run at now. A tick less
+// than Grace late is on time, and so is one that fell due during a
+// hand-over (w): the cluster was up, and no node ticked only because the
+// leadership was changing hands. Each of those runs, whatever the
+// catch-up rule. The rule decides among the other, missed ticks, those
+// that fell due while no node was in contact with the database (every
+// node down, or the database) or while the leader's own passes failed:
+// none of them (CatchUpNone), the latest when no later tick runs
+// (CatchUpOne), every one (CatchUpAll). At most the latest
+// max(CatchUpLimit, maxOnTime) ticks are looked at.
+//
+// A pass that comes late (the ticker's period is the schedule's, and a
+// pass takes time) thus runs every tick it finds due, not only the
+// latest one.
+func pick(spec *Spec, sc *store.Schedule, now time.Time, w handOver) []time.Time {
+	limit := cmp.Or(sc.CatchUpLimit, DefaultCatchUpLimit)
+	due := spec.Due(sc.NextRunAt, now, max(limit, maxOnTime))
+	var run, missed []time.Time
+	for i, t := range due {
+		switch {
+		case now.Sub(t) < Grace || w.holds(t):
+			run = append(run, t)
+		case sc.CatchUp == CatchUpAll && i >= len(due)-limit:
+			run = append(run, t)
+		default:
+			missed = append(missed, t)
+		}
 	}
-	ticks := spec.Due(sc.NextRunAt, now, 1)
-	if len(ticks) == 1 && now.Sub(ticks[0]) >= Grace {
-		return nil
+	if sc.CatchUp == CatchUpOne && len(run) == 0 && len(missed) > 0 {
+		return missed[len(missed)-1:]
 	}
-	return ticks
+	return run
 }
+
+// maxOnTime bounds the ticks a pass finds on time: Grace's worth of the
+// most frequent spec, one tick a second.
+const maxOnTime = int(Grace/time.Second) + 1
 
 // previousActive reports whether the schedule's last job is queued or
 // running, read in the pass's transaction.

@@ -3,9 +3,12 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,7 +21,7 @@ import (
 
 var benchCommand = &Command{
 	Name:    "bench",
-	Usage:   "jobd bench [--database URL] [--mode all|" + strings.Join(append(slices.Clone(bench.Modes), bench.Named...), "|") + "] [--jobs N] [--duration D] [--partitions N] [--partition-limit N] [--global-limit N] [--hold D] [--json] [--metrics] [--tracing]",
+	Usage:   "jobd bench [--database URL] [--mode all|" + strings.Join(append(slices.Clone(bench.Modes), bench.Named...), "|") + "] [--jobs N] [--duration D] [--partitions N] [--partition-limit N] [--global-limit N] [--hold D] [--nodes 1,2,4,8] [--node-concurrency N] [--runs N] [--json] [--metrics] [--tracing]",
 	Summary: "measure throughput, latency, backlog sensitivity and flow control's cost on a store",
 	Run:     runBench,
 }
@@ -37,6 +40,9 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	partitionLimit := fs.Int("partition-limit", 2, "flow mode: the bench queue's partition_limit in its limited step")
 	globalLimit := fs.Int("global-limit", 0, "flow mode: the bench queue's global_limit in a last step (0: no such step)")
 	hold := fs.Duration("hold", 0, "flow mode: how long each job runs (0: a no-op); with no-op jobs one partition's seldom overlap")
+	nodes := fs.String("nodes", "1,2,4,8", "nodes mode: the counts of `jobd serve` nodes to measure, in turn")
+	nodeConc := fs.Int("node-concurrency", bench.DefaultNodeConcurrency, "nodes mode: each node's worker pool")
+	runs := fs.Int("runs", 1, "nodes mode: runs of each count (the figures are their min, median and max)")
 	keep := fs.Bool("keep", false, "leave the bench queue's jobs in the database")
 	asJSON := fs.Bool("json", false, "print the figures as one JSON object")
 	withMetrics := fs.Bool("metrics", false, "record the engine's metrics (and refresh the queue health snapshot every 5s), as serve does")
@@ -46,6 +52,19 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	}
 	if !bench.ValidMode(*mode) {
 		return usageError("--mode must be all or one of %s", strings.Join(append(slices.Clone(bench.Modes), bench.Named...), ", "))
+	}
+	counts, err := parseCounts(*nodes)
+	if err != nil || *nodeConc < 1 || *runs < 1 {
+		return usageError("--nodes must be node counts like 1,2,4,8, --node-concurrency and --runs at least 1")
+	}
+	if *mode == bench.ModeNodes && !flagSet(fs, "jobs") {
+		*jobs = bench.DefaultNodeJobs
+	}
+	jobdBin := ""
+	if *mode == bench.ModeNodes {
+		if jobdBin, err = os.Executable(); err != nil {
+			return fmt.Errorf("the nodes mode runs this binary as jobd serve: %w", err)
+		}
 	}
 	if *partitions < 1 || *partitionLimit < 1 || *partitionLimit > flow.MaxLimit || *globalLimit < 0 || *globalLimit > flow.MaxLimit || *hold < 0 {
 		return usageError("--partitions and --partition-limit must be at least 1, --global-limit and --hold at least 0, the limits at most %d", flow.MaxLimit)
@@ -89,6 +108,7 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 		Concurrency: *concurrency, Rate: *rate, Keep: *keep, Logger: logger,
 		Partitions: *partitions, PartitionLimit: *partitionLimit, GlobalLimit: *globalLimit, Hold: *hold,
 		Observer: observer, Tracer: tracer,
+		Jobd: jobdBin, Database: *database, Nodes: counts, NodeConcurrency: *nodeConc, Runs: *runs,
 	}, progress)
 	if *asJSON {
 		out := make(map[string]float64, len(figs))
@@ -101,4 +121,25 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	return err
+}
+
+// parseCounts reads a comma-separated list of positive counts.
+func parseCounts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is no count", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// flagSet reports whether the command line (or the environment) set the
+// flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

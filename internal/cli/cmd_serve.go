@@ -29,7 +29,7 @@ import (
 
 var serveCommand = &Command{
 	Name:    "serve",
-	Usage:   "jobd serve [--database URL] [--listen ADDR] [--workers JSON] [flags]",
+	Usage:   "jobd serve [--database URL] [--listen-database URL] [--listen ADDR] [--workers JSON] [flags]",
 	Summary: "run the server: HTTP API and worker pools",
 	Run:     runServe,
 }
@@ -59,6 +59,9 @@ type serveFlags struct {
 
 	// Webhooks: alerts and callbacks.
 	hooks webhookFlags
+
+	// PostgreSQL's dedicated connections and pooler.
+	pg pgFlags
 
 	// Metrics.
 	metricsListen  string
@@ -113,6 +116,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.metricsPublic, "metrics-public", false, "serve /metrics without a credential even with --admin-secret")
 	fs.DurationVar(&f.healthInterval, "queue-health-interval", telemetry.DefaultHealthInterval, "refresh period of the queue health gauges of /metrics (one store query each)")
 	f.hooks.register(fs)
+	f.pg.register(fs)
 }
 
 // minAdminSecret is the length, in characters, under which jobd serve
@@ -200,6 +204,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if f.healthInterval <= 0 {
 		return usageError("--queue-health-interval must be positive")
 	}
+	if err := f.pg.check(f.database); err != nil {
+		return err
+	}
 	if err := f.hooks.check(); err != nil {
 		return usageError("%v", err)
 	}
@@ -213,7 +220,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	}
 	defer stopTracing()
 
-	st, err := openStore(ctx, f.database, logger)
+	st, err := openStoreWith(ctx, f.database, logger, f.pg)
 	if err != nil {
 		return err
 	}

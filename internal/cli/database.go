@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/jobd/jobd/clock"
@@ -19,11 +21,47 @@ const defaultDatabase = "sqlite:jobd.db"
 // postgresql://… for PostgreSQL, sqlite:PATH for an embedded SQLite file.
 // It does not migrate.
 func openStore(ctx context.Context, url string, logger *slog.Logger) (store.Store, error) {
+	return openStoreWith(ctx, url, logger, pgFlags{})
+}
+
+// pgFlags are the flags of a PostgreSQL store beyond its URL.
+type pgFlags struct {
+	// listen is --listen-database: the URL of the dedicated connections
+	// (LISTEN, the leader's presence lock), PostgreSQL itself.
+	listen string
+	// pooler is --database-pooler: what --database reaches.
+	pooler string
+}
+
+// register adds the flags to fs.
+func (f *pgFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.listen, "listen-database", "", "PostgreSQL: URL of the dedicated connections (LISTEN, the leader's lock), straight to PostgreSQL when --database goes through PgBouncer in transaction mode; default --database's unless it goes through one (then no LISTEN: workers poll)")
+	fs.StringVar(&f.pooler, "database-pooler", postgres.PoolerAuto, "PostgreSQL: what --database reaches: "+strings.Join(postgres.Poolers, ", ")+" (auto: PgBouncer is detected by its refusal of a startup parameter; transaction: no session state, no prepared statement)")
+}
+
+// check validates the flags beside the --database URL.
+func (f *pgFlags) check(database string) error {
+	pg := isPostgres(database)
+	if f.listen != "" && (!pg || !isPostgres(f.listen)) {
+		return usageError("--listen-database needs a postgres:// --database, and is a postgres://… URL itself")
+	}
+	if !slices.Contains(postgres.Poolers, f.pooler) && f.pooler != "" {
+		return usageError("--database-pooler must be one of %s, got %q", strings.Join(postgres.Poolers, ", "), f.pooler)
+	}
+	return nil
+}
+
+func isPostgres(url string) bool {
+	return strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://")
+}
+
+// openStoreWith is openStore with the flags of a PostgreSQL store.
+func openStoreWith(ctx context.Context, url string, logger *slog.Logger, pg pgFlags) (store.Store, error) {
 	switch {
-	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
-		s, err := postgres.Open(ctx, url, postgres.Options{Clock: clock.Real, Logger: logger})
+	case isPostgres(url):
+		s, err := postgres.Open(ctx, url, postgres.Options{Clock: clock.Real, Logger: logger, ListenURL: pg.listen, Pooler: pg.pooler})
 		if err != nil {
-			return nil, fmt.Errorf("open PostgreSQL: %w", redactPassword(err, url))
+			return nil, fmt.Errorf("open PostgreSQL: %w", redactPassword(redactPassword(err, url), pg.listen))
 		}
 		return s, nil
 	case strings.HasPrefix(url, "sqlite:"):

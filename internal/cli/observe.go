@@ -30,6 +30,7 @@ func (f *serveFlags) secrets(upstreams []gateway.Upstream, spaces []process.Name
 	s := &redact.Secrets{}
 	s.Add(f.adminSecret)
 	s.AddURL(f.database)
+	s.AddURL(f.pg.listen)
 	for _, u := range upstreams {
 		if u.URL == nil || u.URL.User == nil {
 			continue

@@ -23,12 +23,52 @@ const (
 	cancelChannel = "jobd_cancel"
 )
 
-// Listen's reconnection backoff: it doubles from the first to the cap, and
-// starts again at the first once a connection is listening.
+// How Listen and LeaderWatch reconnect after their connection failed:
+// every reconnectFast while the outage is younger than reconnectFastFor,
+// so that a database that restarts is listened to again within
+// reconnectFast of answering; then with a backoff that doubles up to
+// reconnectSlowMax, for an outage that lasts.
 const (
-	listenBackoffFirst = 100 * time.Millisecond
-	listenBackoffMax   = 5 * time.Second
+	reconnectFast    = 25 * time.Millisecond
+	reconnectFastFor = 10 * time.Second
+	reconnectSlowMax = 5 * time.Second
 )
+
+// reconnector paces the attempts to reconnect during one outage. The
+// waits are in real time, whatever the store's clock: they pace attempts
+// to reach a real server, and a fake clock that nobody advances would
+// stall them for good.
+type reconnector struct {
+	since time.Time     // the outage's start; zero while connected
+	slow  time.Duration // the current backoff, once past reconnectFastFor
+}
+
+// wait waits before the next attempt, or until ctx ends (false).
+func (r *reconnector) wait(ctx context.Context) bool {
+	now := time.Now()
+	if r.since.IsZero() {
+		r.since, r.slow = now, 0
+	}
+	d := reconnectFast
+	if now.Sub(r.since) >= reconnectFastFor {
+		r.slow = min(max(2*r.slow, reconnectFast), reconnectSlowMax)
+		d = r.slow
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
+}
+
+// connected ends the outage.
+func (r *reconnector) connected() { r.since = time.Time{} }
+
+// outage is how long the current outage has lasted.
+func (r *reconnector) outage() time.Duration { return time.Since(r.since) }
 
 // Wake tells the workers of queues, on every node, that jobs may be
 // available: one pg_notify per queue on the channel jobd_wake.
@@ -46,42 +86,48 @@ func (s *executor) Wake(ctx context.Context, queues ...string) error {
 // jobd_wake (Queue) and jobd_cancel (CancelJob), from any node, until ctx
 // ends; then it returns nil. It holds a dedicated connection, outside the
 // pool, listening to both channels. When that connection fails it
-// reconnects with backoff, and once it listens again it calls
-// notify(Notification{}) since notifications may have been missed
-// meanwhile. The backoff waits in real
-// time, whatever the store's clock: it paces attempts to reach a real
-// server, and a fake clock that nobody advances would stall it for good.
+// reconnects (see reconnector: every 25 ms for the first 10 s of an
+// outage), and once it listens again it calls notify(Notification{})
+// since notifications may have been missed meanwhile: the workers claim
+// at once, without waiting for their poll.
+//
+// Without a dedicated connection (a URL through a transaction pooler and
+// no Options.ListenURL) it listens to nothing, says so once, and returns
+// when ctx ends: the nodes then find jobs at their poll.
 func (s *Store) Listen(ctx context.Context, notify func(store.Notification)) error {
-	backoff := listenBackoffFirst
+	if s.direct == nil {
+		s.logger.Warn("jobd: no LISTEN: the database URL goes through a transaction pooler and no listen URL (--listen-database) reaches PostgreSQL directly; workers find new jobs at their poll (--poll-interval)")
+		<-ctx.Done()
+		return nil
+	}
+	var r reconnector
 	missed := false // a connection failed: notifications may have been lost
 	for {
 		err := s.listen(ctx, func() {
 			if missed {
+				s.logger.Info("jobd: listening for notifications again", "after", r.outage().Round(time.Millisecond))
 				notify(store.Notification{})
 			}
 			missed = false
-			backoff = listenBackoffFirst
+			r.connected()
 		}, notify)
 		if ctx.Err() != nil {
 			return nil
 		}
-		missed = true
-		s.logger.Warn("jobd: listen for notifications failed, reconnecting", "err", err, "backoff", backoff)
-		timer := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return nil
-		case <-timer.C:
+		if !missed {
+			s.logger.Warn("jobd: listen for notifications failed, reconnecting", "err", err)
 		}
-		backoff = min(2*backoff, listenBackoffMax)
+		missed = true
+		if !r.wait(ctx) {
+			return nil
+		}
 	}
 }
 
 // listen runs one connection until it fails or ctx ends, calling listening
 // once LISTEN is in effect.
 func (s *Store) listen(ctx context.Context, listening func(), notify func(store.Notification)) error {
-	conn, err := pgx.ConnectConfig(ctx, s.listenTo)
+	conn, err := pgx.ConnectConfig(ctx, s.dedicated(listenAppName))
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}

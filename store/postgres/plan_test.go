@@ -34,7 +34,7 @@ func TestPlansAreStable(t *testing.T) {
 	url := migratedDatabase(t)
 	openStore(t, url, clock.Real) // migrates
 	// A connection set up as the store's are.
-	cfg, err := poolConfig(url, Options{})
+	cfg, err := poolConfig(url, Options{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

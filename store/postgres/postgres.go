@@ -47,6 +47,20 @@ type Options struct {
 	// MaxConns caps the connection pool. Default: pgxpool's, the greater
 	// of 4 and the number of CPUs.
 	MaxConns int32
+	// Pooler says what the URL reaches: PoolerAuto (the default, "")
+	// detects PgBouncer, PoolerNone is PostgreSQL itself, and
+	// PoolerTransaction a pooler that hands a connection to another
+	// client between transactions (PgBouncer's pool_mode = transaction).
+	// See connect.go.
+	Pooler string
+	// ListenURL, when set, is where the store's dedicated connections go
+	// (Listen's, and LeaderWatch's): PostgreSQL itself, for a URL that
+	// reaches it through a transaction pooler, where LISTEN and session
+	// locks do not work. Default: the URL, unless it goes through a
+	// transaction pooler, in which case Listen does nothing (the nodes
+	// find jobs by polling) and LeaderWatch refuses (the term alone
+	// elects the leader).
+	ListenURL string
 }
 
 // Store is a PostgreSQL jobd store. It is safe for concurrent use. Its
@@ -55,8 +69,13 @@ type Options struct {
 // transaction of the caller's.
 type Store struct {
 	executor
-	pool     *pgxpool.Pool
-	listenTo *pgx.ConnConfig // for Listen's dedicated connections
+	pool *pgxpool.Pool
+	// direct is the configuration of the dedicated connections (Listen's,
+	// LeaderWatch's), nil when there is none: the URL goes through a
+	// transaction pooler and Options.ListenURL is empty.
+	direct *pgx.ConnConfig
+	// pooled: the pool's connections go through a transaction pooler.
+	pooled bool
 }
 
 var (
@@ -65,28 +84,53 @@ var (
 )
 
 // The application_name of the store's connections, unless the URL sets
-// one: poolAppName for the pool's, listenAppName for Listen's.
+// one: poolAppName for the pool's, listenAppName for Listen's and
+// leaderAppName for LeaderWatch's.
 const (
 	poolAppName   = "jobd"
 	listenAppName = "jobd-listen"
+	leaderAppName = "jobd-leader"
 )
 
 // Open connects to the database at url (a PostgreSQL URL or key=value
 // string) and checks that it answers. It does not migrate: call Migrate.
-// Its connections set random_page_cost to 1.1 unless url sets it (see
-// poolConfig), and name themselves, unless url sets application_name,
-// jobd (the pool's) and jobd-listen (Listen's).
+// Directly on PostgreSQL (Options.Pooler), its connections set
+// random_page_cost to 1.1 unless url sets it (see poolConfig); through a
+// transaction pooler they set nothing and prepare no statement (see
+// connect.go). They name themselves, unless url sets application_name,
+// jobd (the pool's), jobd-listen (Listen's) and jobd-leader
+// (LeaderWatch's).
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
-	cfg, err := poolConfig(url, opts)
+	pooler, err := checkPooler(opts.Pooler)
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{listenTo: cfg.ConnConfig.Copy()}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s, err := open(ctx, url, opts, pooler == PoolerTransaction)
+	if err != nil && pooler == PoolerAuto && refusedStartupParameter(err) {
+		opts.Logger.Info("jobd: the database refused a startup parameter, as PgBouncer does: using it as a transaction pooler (no startup parameters, no prepared statements, LISTEN and the leader's lock on --listen-database)",
+			"listen_database", opts.ListenURL != "")
+		return open(ctx, url, opts, true)
+	}
+	return s, err
+}
+
+// open opens the store on url, through a transaction pooler if pooled.
+func open(ctx context.Context, url string, opts Options, pooled bool) (*Store, error) {
+	cfg, err := poolConfig(url, opts, pooled)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{pooled: pooled}
+	if s.direct, err = directConfig(cfg.ConnConfig, opts.ListenURL, pooled); err != nil {
+		return nil, err
+	}
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		// Lets an operator tell jobd's sessions apart in
 		// pg_stat_activity, and the long-lived LISTEN one among them.
 		cfg.ConnConfig.RuntimeParams["application_name"] = poolAppName
-		s.listenTo.RuntimeParams["application_name"] = listenAppName
 	}
 	s.executor = executor{
 		clock:   opts.Clock,
@@ -96,9 +140,6 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	if s.clock == nil {
 		s.clock = clock.Real
-	}
-	if s.logger == nil {
-		s.logger = slog.Default()
 	}
 	s.pool, err = pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -112,27 +153,6 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	s.delayed = wakeup.NewScheduler(s.clock, s.wakeDelayed)
 	s.limited = newLimitedQueues()
 	return s, nil
-}
-
-// poolConfig parses url into the pool's configuration.
-func poolConfig(url string, opts Options) (*pgxpool.Config, error) {
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return nil, errorf("postgres: parse url: %w", err)
-	}
-	if opts.MaxConns > 0 {
-		cfg.MaxConns = opts.MaxConns
-	}
-	// A job queue's hot table lives in memory, where a random page read
-	// costs about what a sequential one does. With the default cost (4),
-	// the planner prefers to scan a small or never-analysed table whole
-	// rather than probe its primary key a thousand times for a batched
-	// finish, and a prepared statement can keep that plan as the table
-	// grows. The URL may set another value.
-	if _, ok := cfg.ConnConfig.RuntimeParams["random_page_cost"]; !ok {
-		cfg.ConnConfig.RuntimeParams["random_page_cost"] = "1.1"
-	}
-	return cfg, nil
 }
 
 // Ping checks that the database answers.

@@ -67,8 +67,18 @@ var (
 	keyRevokeSQL string
 	//go:embed sql/leader_attempt.sql
 	leaderAttemptSQL string
+	//go:embed sql/leader_holder.sql
+	leaderHolderSQL string
+	//go:embed sql/leader_present.sql
+	leaderPresentSQL string
+	//go:embed sql/leader_presence.sql
+	leaderPresenceSQL string
+	//go:embed sql/leader_release.sql
+	leaderReleaseSQL string
 	//go:embed sql/leader_resign.sql
 	leaderResignSQL string
+	//go:embed sql/leader_seize.sql
+	leaderSeizeSQL string
 	//go:embed sql/listen.sql
 	listenSQL string
 	//go:embed sql/lock_expired.sql
