@@ -99,6 +99,10 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request) {
 		}
 		ctx, cancel := context.WithTimeoutCause(r.Context(), up.Timeout, errTimeout)
 		defer cancel()
+		// The upstream's answer may come later than the server's write
+		// timeout (http.Server.WriteTimeout); a slow request body is still
+		// cut by its read timeout.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(up.Timeout + answerMargin))
 		call := &proxyCall{target: t, began: g.clock.Now()}
 		up.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, targetKey{}, call)))
 		return
@@ -123,6 +127,10 @@ type proxyCall struct {
 	target *url.URL
 	began  time.Time
 }
+
+// answerMargin is what a synchronous call's write deadline gives the
+// answer beyond its upstream's timeout.
+const answerMargin = 30 * time.Second
 
 // errTimeout is the cause of an upstream call's context when its timeout
 // passed.

@@ -185,3 +185,9 @@ func withPrincipal(r *http.Request, p Principal) *http.Request {
 	return r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
 }
 
+// callerOf is the principal the route's scope check found; the zero
+// Principal (no scope) for a public route or a worker route.
+func callerOf(r *http.Request) Principal {
+	p, _ := r.Context().Value(principalKey{}).(Principal)
+	return p
+}
