@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -128,6 +129,10 @@ type proxyCall struct {
 	began  time.Time
 }
 
+// errSlowBody answers a request whose body did not come within the
+// server's read timeout (http.Server.ReadTimeout).
+var errSlowBody = problemf(api.ProblemBadRequest, "", "the request body did not arrive within the server's read timeout")
+
 // answerMargin is what a synchronous call's write deadline gives the
 // answer beyond its upstream's timeout.
 const answerMargin = 30 * time.Second
@@ -167,6 +172,8 @@ func (g *Gateway) newProxy(up *upstream) http.Handler {
 			switch {
 			case errors.Is(context.Cause(r.Context()), errTimeout):
 				g.writeError(w, r, problemf(api.ProblemUpstreamTimeout, "", "upstream %q did not answer within %s", up.Name, up.Timeout))
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				g.writeError(w, r, errSlowBody) // the caller's body, not the upstream, was too slow
 			case r.Context().Err() != nil:
 				// The caller went away.
 			default:
@@ -184,6 +191,10 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request, up *upstream, r
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			return problemf(api.ProblemTooLarge, "", "an async request body may be at most %d bytes", tooLarge.Limit)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// Before the context, which net/http cancels with it.
+			return errSlowBody
 		}
 		if r.Context().Err() != nil {
 			return r.Context().Err()

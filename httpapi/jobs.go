@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/google/uuid"
@@ -257,6 +258,9 @@ func (s *server) rerun(w http.ResponseWriter, r *http.Request) error {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			return problem.Errorf(api.ProblemTooLarge, "", "the request body is over the limit of %d bytes", tooLarge.Limit)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return errSlowBody
 		}
 		return badRequest("", "reading the request body: %v", err)
 	}

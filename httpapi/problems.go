@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -54,6 +55,10 @@ func marshal(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// errSlowBody answers a request whose body did not come within the
+// server's read timeout (http.Server.ReadTimeout).
+var errSlowBody = badRequest("", "the request body did not arrive within the server's read timeout")
+
 // decodeBody reads r's JSON body into dst, strictly: one JSON value, no
 // unknown members, no more than the configured limit, and nothing in any
 // member that a store cannot keep (checkMembers). Its errors are 400 or
@@ -66,6 +71,9 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any) err
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			return problem.Errorf(api.ProblemTooLarge, "", "the request body is over the limit of %d bytes", tooLarge.Limit)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return errSlowBody // before the context, which net/http cancels with it
 		}
 		if r.Context().Err() != nil {
 			return r.Context().Err()
