@@ -195,7 +195,7 @@ func (s *server) getJob(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if wait > 0 && !j.State.Final() {
-		HoldOpen(w, wait+answerMargin) // beyond the server's write timeout
+		holdOpen(w, wait+answerMargin) // beyond the server's write timeout
 		if j, err = s.waitFinal(r, id, wait); err != nil {
 			return err
 		}

@@ -79,7 +79,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request) error {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
-	HoldOpen(w, keepAliveInterval+streamWriteSlack)
+	holdOpen(w, keepAliveInterval+streamWriteSlack)
 	w.WriteHeader(http.StatusOK)
 	s.obs.HTTP.Subscribers(1)
 	defer s.obs.HTTP.Subscribers(-1)

@@ -97,7 +97,7 @@ func (s *server) workerClaim(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if wait > 0 {
-		HoldOpen(w, wait+answerMargin) // beyond the server's write timeout
+		holdOpen(w, wait+answerMargin) // beyond the server's write timeout
 	}
 	// Subscribe before the first claim, so that no wake-up falls between.
 	wake := make(chan struct{}, 1)

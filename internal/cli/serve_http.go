@@ -73,11 +73,13 @@ func (f *httpFlags) streams() (*httpapi.Streams, error) {
 	})
 }
 
-// server returns an HTTP server of handler with the timeouts. The read
-// timeout bounds a request's reading only (httpapi.ReleaseReadDeadline).
+// server returns an HTTP server of handler with the timeouts: the read
+// timeout bounds the reading of a request, headers and body (net/http
+// lifts it once the body is read); the write timeout the rest, but for
+// the handlers that move their own (httpapi's long-polls and streams).
 func (f *httpFlags) server(handler http.Handler) *http.Server {
 	return &http.Server{
-		Handler:           httpapi.ReleaseReadDeadline(handler),
+		Handler:           handler,
 		ReadHeaderTimeout: min(maxReadHeaderTimeout, f.readTimeout),
 		ReadTimeout:       f.readTimeout,
 		WriteTimeout:      f.writeTimeout,

@@ -55,6 +55,7 @@ func slowReaderCase(t *testing.T, n *node) figure {
 		}
 	}
 	f.held = n.sample(t)
+	t.Logf("the answers have begun: %s, peak %.1f MiB", f.held, mib(n.peakKiB(t)))
 	// The clients read no more: the write timeout ends their answers
 	// (their handlers return), and the node lets go of them.
 	waitFor(t, "the stalled readers' answers end", settle(t), func() bool { return n.answered(t, route) >= answeredBefore+slowReaders })
