@@ -60,7 +60,7 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) error {
 	}
 	total := res.Total
 	w.Header().Set("X-Total-Count", strconv.FormatInt(total, 10))
-	pw := newPageWriter(w)
+	pw := newPageWriter(w, s.listBuffer)
 	var last *job.Job // the page's last job
 	read, biggest, next := 0, 0, false
 	for {
@@ -79,7 +79,7 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) error {
 		}
 		c := cursorOf(last)
 		part.After, part.NoTotal = &c, true
-		part.Limit = min(want-read, max(1, listPartBytes/biggest))
+		part.Limit = min(want-read, max(1, s.listPartBytes/biggest))
 		if res, err = s.store.JobList(r.Context(), part); err != nil {
 			if !pw.started {
 				return err

@@ -37,14 +37,15 @@ func jobBytes(j *job.Job) int {
 // "resume_cursor":…,"total":N} and a newline.
 type pageWriter struct {
 	w       http.ResponseWriter
+	limit   int // the bytes encoded before they are sent
 	buf     bytes.Buffer
 	enc     *json.Encoder
 	jobs    int
 	started bool // the status and headers are sent
 }
 
-func newPageWriter(w http.ResponseWriter) *pageWriter {
-	p := &pageWriter{w: w}
+func newPageWriter(w http.ResponseWriter, limit int) *pageWriter {
+	p := &pageWriter{w: w, limit: limit}
 	p.enc = json.NewEncoder(&p.buf)
 	p.enc.SetEscapeHTML(false)
 	p.buf.WriteString(`{"jobs":[`)
@@ -61,7 +62,7 @@ func (p *pageWriter) job(j api.Job) error {
 		return err // an api.Job always encodes
 	}
 	p.buf.Truncate(p.buf.Len() - 1) // Encode's newline
-	if p.buf.Len() < listBuffer {
+	if p.buf.Len() < p.limit {
 		return nil
 	}
 	return p.flush()

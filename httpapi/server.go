@@ -168,6 +168,9 @@ type server struct {
 	inserts *groupinsert.Inserter
 	// streams counts the open job event streams.
 	streams *Streams
+	// listPartBytes and listBuffer bound a page of GET /api/v1/jobs in
+	// memory (list_page.go's constants; the tests make them small).
+	listPartBytes, listBuffer int
 }
 
 // New returns the API handler.
@@ -208,15 +211,16 @@ func newServer(cfg Config) (*server, error) {
 		return nil, err
 	}
 	s := &server{
-		cfg:     cfg,
-		store:   cfg.Store,
-		log:     cfg.Logger,
-		clock:   cfg.Clock,
-		started: cfg.Clock.Now(),
-		auth:    newAuthenticator(cfg.Store, cfg.AdminSecret),
-		obs:     cfg.Observer,
-		inserts: groupinsert.New(cfg.Store, 0, 0),
-		streams: cfg.Streams,
+		cfg:           cfg,
+		store:         cfg.Store,
+		log:           cfg.Logger,
+		clock:         cfg.Clock,
+		started:       cfg.Clock.Now(),
+		auth:          newAuthenticator(cfg.Store, cfg.AdminSecret),
+		obs:           cfg.Observer,
+		inserts:       groupinsert.New(cfg.Store, 0, 0),
+		streams:       cfg.Streams,
+		listPartBytes: listPartBytes, listBuffer: listBuffer,
 	}
 	s.schedules = cfg.Schedules
 	if s.schedules == nil {
