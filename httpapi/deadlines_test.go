@@ -44,7 +44,9 @@ func newTimedServer(t *testing.T, st store.Store, cfg httpapi.Config, read, writ
 }
 
 // The timeouts of these servers: far shorter than the waits the tests
-// ask for, so that an answer that came whole outlived both.
+// ask for, so that an answer that came whole outlived both. (A request
+// that answers at once may outlive them too on a loaded machine: the
+// tests make theirs on a server without timeouts over the same store.)
 const (
 	shortRead  = 100 * time.Millisecond
 	shortWrite = 100 * time.Millisecond
@@ -55,8 +57,9 @@ const (
 // whole: the write deadline does not cut them.
 func TestLongPollsOutliveTimeouts(t *testing.T) {
 	eachStore(t, func(t *testing.T, st store.Store) {
+		setup := newServer(t, st, httpapi.Config{AdminSecret: adminSecret})
 		s := newTimedServer(t, st, httpapi.Config{AdminSecret: adminSecret}, shortRead, shortWrite)
-		q := s.submit(t, `{"kind":"k","queue":"idle"}`, 201)
+		q := setup.submit(t, `{"kind":"k","queue":"idle"}`, 201)
 		// The job stays queued (no one works queue idle): the answer
 		// comes when the wait ends, ten times the timeouts.
 		var j api.Job
@@ -65,7 +68,8 @@ func TestLongPollsOutliveTimeouts(t *testing.T) {
 			t.Fatalf("long-poll: %+v, want the queued job", j)
 		}
 
-		w := s.registerWorker(t, "w")
+		w := setup.registerWorker(t, "w")
+		w.s = s
 		var got api.ClaimResponse
 		w.do("POST", "/api/v1/worker/claim", `{"queues":["empty"],"wait":"1s"}`).must(t, 200, &got)
 		if len(got.Jobs) != 0 {
@@ -83,7 +87,7 @@ func TestStreamOutlivesWriteTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := newTimedServer(t, st, httpapi.Config{Streams: streams}, shortRead, shortWrite)
-		id := s.submit(t, `{"kind":"k","queue":"idle"}`, 201).ID.String()
+		id := newServer(t, st, httpapi.Config{}).submit(t, `{"kind":"k","queue":"idle"}`, 201).ID.String()
 		sse := openRawStream(t, s, nil, id, "")
 		if ev, _ := sse.next(); ev.name != "job" {
 			t.Fatalf("first event %+v", ev)

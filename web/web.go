@@ -208,7 +208,11 @@ func (s *server) routes() http.Handler {
 func (s *server) refuseCrossSite(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if httpapi.CrossSite(r, true) {
-			s.fail(w, r, nil, errCrossOrigin)
+			v, err := s.viewerOf(r.Context(), r)
+			if err == nil {
+				err = errCrossOrigin
+			}
+			s.fail(w, r, &v, err) // with the browser's own session id, as checkForm's
 			return
 		}
 		h.ServeHTTP(w, r)
