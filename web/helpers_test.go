@@ -59,6 +59,9 @@ type dashOptions struct {
 	Processor process.Processor
 	// Upstream is the async gateway's upstream "reports".
 	Upstream *url.URL
+	// Streams bounds the API's and the dashboard's event streams
+	// (default httpapi's).
+	Streams *httpapi.Streams
 }
 
 // dash is jobd's API and dashboard over a real store behind a real HTTP
@@ -75,7 +78,7 @@ type dash struct {
 func newDash(t testing.TB, st store.Store, o dashOptions) *dash {
 	t.Helper()
 	logger := slog.New(slog.DiscardHandler)
-	apiCfg := httpapi.Config{Store: st, AdminSecret: o.Secret, Logger: logger, PollInterval: 10 * time.Millisecond}
+	apiCfg := httpapi.Config{Store: st, AdminSecret: o.Secret, Logger: logger, PollInterval: 10 * time.Millisecond, Streams: o.Streams}
 	cfg := web.Config{Store: st, AdminSecret: o.Secret, Logger: logger, ScanLimit: o.ScanLimit}
 	// The one scheduler the API and the dashboard share, as in jobd serve
 	// (its ticker does not run here).
