@@ -320,7 +320,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	defer func() { stopHealth(); <-healthDone }()
 	if f.metricsListen != "" {
 		mh := httpapi.MetricsHandler(st, f.adminSecret, f.metricsPublic, metrics.Handler(), logger)
-		mh = guardHost(f.metricsListen, mh)
+		mh = guardHost(f.metricsListen, httpapi.RefuseCrossSite(mh, false))
 		stop, err := serveMetrics(ctx, logger, f.metricsListen, f.http.server(httpapi.Instrument(mh, httpapi.InstrumentConfig{Logger: logger, Observer: metrics})))
 		if err != nil {
 			return err

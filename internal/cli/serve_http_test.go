@@ -178,6 +178,9 @@ func TestServeBrowserRules(t *testing.T) {
 		}
 	}
 
+	if resp, _ := get(t, "GET", metrics+"/metrics", "", "Sec-Fetch-Site: cross-site"); resp.StatusCode != 403 {
+		t.Errorf("a cross-site read of the metrics server: %d", resp.StatusCode)
+	}
 	if resp, _ := get(t, "POST", base+"/gw/up/x", "a=1", "Sec-Fetch-Site: cross-site"); resp.StatusCode != 403 || calls.Load() != 1 {
 		t.Errorf("a cross-site post to the gateway: %d, upstream called %d times (once by the Host check above)", resp.StatusCode, calls.Load())
 	}
