@@ -115,6 +115,16 @@ type Job struct {
 	CallbackURL string `json:"callback_url,omitempty"`
 }
 
+// JobReplay is the answer (200) of POST /api/v1/jobs that matched an
+// existing job (its idempotency key, or an active duplicate) to a
+// credential without the read scope: the job's id and state, and nothing
+// it carries (args, result, error, progress, checkpoint), which may be
+// another caller's. A credential that may read jobs gets the whole Job.
+type JobReplay struct {
+	ID    uuid.UUID `json:"id"`
+	State State     `json:"state"`
+}
+
 // SubmitRequest is the body of POST /api/v1/jobs. Only Kind is required.
 type SubmitRequest struct {
 	// Queue defaults to "default".
@@ -183,20 +193,27 @@ type EventList struct {
 	Events []Event `json:"events"`
 }
 
-// KeyRequest is the body of POST /api/v1/keys.
+// KeyRequest is the body of POST /api/v1/keys. Queues limits the key to
+// those queues (names, and prefixes written NAME.*; at most 64): it then
+// submits only to them and reads and cancels only their jobs, and every
+// route that is not about a caller's queue answers it 403. Empty: every
+// queue. Only keys of scopes submit, read and cancel can be limited.
 type KeyRequest struct {
 	Name   string   `json:"name"`
 	Scopes []string `json:"scopes"`
+	Queues []string `json:"queues,omitempty"`
 }
 
 // Key describes an API key. Key, the secret itself, is only present in the
 // answer that created it: it is stored as a hash and never shown again.
 type Key struct {
-	ID        string    `json:"id"`
-	Key       string    `json:"key,omitempty"`
-	Name      string    `json:"name"`
-	Prefix    string    `json:"prefix"`
-	Scopes    []string  `json:"scopes"`
+	ID     string   `json:"id"`
+	Key    string   `json:"key,omitempty"`
+	Name   string   `json:"name"`
+	Prefix string   `json:"prefix"`
+	Scopes []string `json:"scopes"`
+	// Queues are the queues the key is limited to; empty: every queue.
+	Queues    []string  `json:"queues"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
@@ -210,6 +227,10 @@ const (
 	ScopeSubmit = "submit" // POST /api/v1/jobs and /api/v1/jobs/trigger
 	ScopeRead   = "read"   // every GET
 	ScopeAdmin  = "admin"  // cancel, retry, rerun, queue pause/resume, schedules' changes, keys, workers
+	// ScopeCancel cancels jobs (POST /api/v1/jobs/{id}/cancel): a
+	// submitter's key can cancel what it submitted without admin. A key
+	// limited to queues cancels only their jobs.
+	ScopeCancel = "cancel"
 	// ScopeWorker is a remote worker's key's only scope (/api/v1/worker/).
 	ScopeWorker = "worker"
 	// ScopeMetrics is a scraper's: GET /metrics (admin grants it too).

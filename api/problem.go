@@ -63,6 +63,12 @@ const (
 	// ProcessTaskTimeout, names the task, a job whose outcome can be read
 	// later.
 	ProblemTaskTimeout = "https://jobd.dev/problems/task-timeout"
+	// ProblemIdempotencyMismatch (422): the idempotency key was used
+	// before with a different request (another queue, kind, args or
+	// other member that decides the job). Nothing was written, and the
+	// answer says nothing of the job the key names: send the same request
+	// again, or use a new key.
+	ProblemIdempotencyMismatch = "https://jobd.dev/problems/idempotency-mismatch"
 	// ProblemTooManyRequests (429): a cap on what one caller or one node
 	// may hold open at once was reached (the event streams of
 	// GET /api/v1/jobs/{id}/stream); retry after the Retry-After delay,
@@ -141,6 +147,7 @@ var problemKinds = []ProblemKind{
 	{ProblemBusy, http.StatusServiceUnavailable, "Too many pending requests", ClassUnavailable},
 	{ProblemUpstreamTimeout, http.StatusGatewayTimeout, "Upstream timeout", ClassUpstream},
 	{ProblemTaskTimeout, http.StatusGatewayTimeout, "Task still pending", ClassPending},
+	{ProblemIdempotencyMismatch, http.StatusUnprocessableEntity, "Idempotency key reused", ClassInvalid},
 	{ProblemTooManyRequests, http.StatusTooManyRequests, "Too many requests", ClassUnavailable},
 	{ProblemUnsupportedMediaType, http.StatusUnsupportedMediaType, "Unsupported media type", ClassInvalid},
 }

@@ -14,7 +14,8 @@ var everyProblemType = []string{
 	api.ProblemForbidden, api.ProblemNotFound, api.ProblemMethodNotAllowed, api.ProblemWrongState,
 	api.ProblemDuplicate, api.ProblemLeaseLost, api.ProblemCanceled, api.ProblemInternal,
 	api.ProblemUpstreamFailed, api.ProblemProcessorFailed, api.ProblemUnavailable, api.ProblemBusy,
-	api.ProblemUpstreamTimeout, api.ProblemTaskTimeout, api.ProblemTooManyRequests, api.ProblemUnsupportedMediaType,
+	api.ProblemUpstreamTimeout, api.ProblemTaskTimeout, api.ProblemIdempotencyMismatch,
+	api.ProblemTooManyRequests, api.ProblemUnsupportedMediaType,
 }
 
 func TestProblemKinds(t *testing.T) {

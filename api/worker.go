@@ -16,10 +16,15 @@ const (
 	WorkerDisabled = "disabled" // disabled by an operator
 )
 
-// WorkerRequest is the body of POST /api/v1/workers.
+// WorkerRequest is the body of POST /api/v1/workers. Queues limits the
+// worker's claims to those queues (names, and prefixes written NAME.*,
+// which match NAME. followed by anything; at most 64): a claim naming
+// another is 403 naming queues. Empty: every queue but jobd's own, from
+// which no worker claims.
 type WorkerRequest struct {
 	Name         string          `json:"name"`
 	Capabilities []string        `json:"capabilities,omitempty"`
+	Queues       []string        `json:"queues,omitempty"`
 	Metadata     json.RawMessage `json:"metadata,omitempty"`
 }
 
@@ -33,10 +38,13 @@ type WorkerCreated struct {
 
 // Worker is a remote worker of the registry.
 type Worker struct {
-	ID              string          `json:"id"`
-	Name            string          `json:"name"`
-	Status          string          `json:"status"`
-	Capabilities    []string        `json:"capabilities"`
+	ID           string   `json:"id"`
+	Name         string   `json:"name"`
+	Status       string   `json:"status"`
+	Capabilities []string `json:"capabilities"`
+	// Queues are the queues it may claim from; empty: every queue but
+	// jobd's own.
+	Queues          []string        `json:"queues"`
 	Metadata        json.RawMessage `json:"metadata"`
 	LastHeartbeatAt *time.Time      `json:"last_heartbeat_at"`
 	CurrentJobs     int64           `json:"current_jobs"`

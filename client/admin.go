@@ -50,10 +50,20 @@ func (c *Client) queueAction(ctx context.Context, queue, action string) (*api.Qu
 }
 
 // CreateKey creates an API key with scopes (api.ScopeSubmit, ScopeRead,
-// ScopeAdmin). The returned Key.Key is the secret, shown only this once.
+// ScopeCancel, ScopeAdmin, ScopeMetrics). The returned Key.Key is the
+// secret, shown only this once.
 func (c *Client) CreateKey(ctx context.Context, name string, scopes []string) (*api.Key, error) {
+	return c.CreateKeyWith(ctx, api.KeyRequest{Name: name, Scopes: scopes})
+}
+
+// CreateKeyWith creates the API key req describes: with req.Queues, a key
+// limited to those queues (names and NAME.* prefixes), which submits only
+// to them and reads and cancels only their jobs. Bad queues, or queues
+// for a key of scope admin or metrics, are an *Error whose Problem.Field
+// is "queues". The returned Key.Key is the secret, shown only this once.
+func (c *Client) CreateKeyWith(ctx context.Context, req api.KeyRequest) (*api.Key, error) {
 	var out api.Key
-	if _, _, err := c.do(ctx, http.MethodPost, "/api/v1/keys", nil, api.KeyRequest{Name: name, Scopes: scopes}, &out); err != nil {
+	if _, _, err := c.do(ctx, http.MethodPost, "/api/v1/keys", nil, req, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

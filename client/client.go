@@ -178,6 +178,11 @@ var (
 	ErrTaskTimeout = errors.New("task still pending")
 	// ErrInternal: the server failed (500); the cause is in its log.
 	ErrInternal = errors.New("internal server error")
+	// ErrIdempotencyMismatch: the idempotency key was used before with a
+	// different request (422 idempotency-mismatch); nothing was written
+	// and the answer says nothing of the job the key names. Send the
+	// same request again, or use a new key. It also matches ErrInvalid.
+	ErrIdempotencyMismatch = errors.New("idempotency key reused with a different request")
 )
 
 // classErrors are the sentinels of the problem classes.
@@ -210,11 +215,15 @@ func (e *Error) Error() string {
 	return msg
 }
 
-// Is matches the sentinel of e's class (see the sentinels), and
-// ErrLeaseLost for a worker's lost lease.
+// Is matches the sentinel of e's class (see the sentinels), ErrLeaseLost
+// for a worker's lost lease and ErrIdempotencyMismatch for a key reused
+// with another request.
 func (e *Error) Is(target error) bool {
-	if target == ErrLeaseLost {
+	switch target {
+	case ErrLeaseLost:
 		return e.Problem.Type == api.ProblemLeaseLost
+	case ErrIdempotencyMismatch:
+		return e.Problem.Type == api.ProblemIdempotencyMismatch
 	}
 	s, ok := classErrors[api.ClassOf(e.Problem.Type, e.StatusCode)]
 	return ok && s == target

@@ -32,9 +32,15 @@ func TestJobs(t *testing.T) {
 		if j.Priority != 7 || !j.RunAt.Equal(runAt) || j.MaxAttempts != 2 || j.IdempotencyKey != "once" {
 			t.Errorf("submitted %+v", j)
 		}
-		again, created, err := c.Submit(ctx, api.SubmitRequest{Queue: "q", Kind: "k", IdempotencyKey: "once"})
+		again, created, err := c.Submit(ctx, api.SubmitRequest{Queue: "q", Kind: "k", Args: []byte(`{"a":1}`), Priority: &prio,
+			RunAt: &runAt, MaxAttempts: 2, LeaseTTL: api.Duration(time.Minute), IdempotencyKey: "once"})
 		if err != nil || created || again.ID != j.ID {
-			t.Errorf("resubmit: created %v, id %s, %v", created, again.ID, err)
+			t.Fatalf("resubmit: created %v, %+v, %v", created, again, err)
+		}
+		// The key with another request: refused, naming nothing of the job.
+		_, _, err = c.Submit(ctx, api.SubmitRequest{Queue: "q", Kind: "k", IdempotencyKey: "once"})
+		if !errors.Is(err, client.ErrIdempotencyMismatch) || !errors.Is(err, client.ErrInvalid) || strings.Contains(err.Error(), j.ID.String()) {
+			t.Errorf("resubmit with another request: %v, want ErrIdempotencyMismatch", err)
 		}
 		got, err := c.Get(ctx, j.ID)
 		if err != nil || got.ID != j.ID {

@@ -76,6 +76,9 @@ func TestErrorClassification(t *testing.T) {
 			if errors.Is(err, client.ErrLeaseLost) != (k.Type == api.ProblemLeaseLost) {
 				t.Errorf("ErrLeaseLost matched %v", err)
 			}
+			if errors.Is(err, client.ErrIdempotencyMismatch) != (k.Type == api.ProblemIdempotencyMismatch) {
+				t.Errorf("ErrIdempotencyMismatch matched %v", err)
+			}
 		})
 	}
 

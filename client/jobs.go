@@ -15,7 +15,10 @@ import (
 
 // Submit creates a job. created is false when the server returned an
 // existing job instead: the idempotency key, or with Unique "active" an
-// active duplicate, matched.
+// active duplicate, matched; to a key without the read scope the server
+// then tells only the job's ID and State, the only members of j set. The
+// idempotency key sent with a different request fails with an error
+// matching ErrIdempotencyMismatch.
 func (c *Client) Submit(ctx context.Context, req api.SubmitRequest) (j *api.Job, created bool, err error) {
 	j = new(api.Job)
 	status, _, err := c.do(ctx, http.MethodPost, "/api/v1/jobs", nil, req, j)

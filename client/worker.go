@@ -28,7 +28,8 @@ type WorkerConfig struct {
 	HeartbeatInterval time.Duration
 	// ShutdownTimeout is how long Run waits, once its context ends, for
 	// running jobs before it cancels them and releases them (queued again
-	// at once, their attempt not counted); default 30s.
+	// at once, their attempt not counted); default 20s, within the
+	// 30 s orchestrators usually allow between SIGTERM and SIGKILL.
 	ShutdownTimeout time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
@@ -74,7 +75,7 @@ func NewWorker(c *Client, cfg WorkerConfig) *Worker {
 		cfg.HeartbeatInterval = 10 * time.Second
 	}
 	if cfg.ShutdownTimeout <= 0 {
-		cfg.ShutdownTimeout = 30 * time.Second
+		cfg.ShutdownTimeout = 20 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

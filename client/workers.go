@@ -14,7 +14,10 @@ import (
 )
 
 // CreateWorker registers a remote worker (admin scope). The answer's
-// APIKey, of scope worker, is shown only this once.
+// APIKey, of scope worker, is shown only this once. req.Queues limits
+// the queues it may claim from (a claim of another is an *Error of
+// status 403 whose Problem.Field is "queues"); no worker claims from
+// jobd's own queues.
 func (c *Client) CreateWorker(ctx context.Context, req api.WorkerRequest) (*api.WorkerCreated, error) {
 	var out api.WorkerCreated
 	if _, _, err := c.do(ctx, http.MethodPost, "/api/v1/workers", nil, req, &out); err != nil {

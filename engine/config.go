@@ -19,15 +19,19 @@ import (
 	"github.com/jobd/jobd/store"
 )
 
-// Defaults of Config (DESIGN.md section 2).
+// Defaults of Config (docs/design.md).
 const (
 	DefaultHeartbeatInterval = 10 * time.Second
 	DefaultPollInterval      = 2 * time.Second
 	DefaultProgressInterval  = time.Second
 	DefaultReaperInterval    = 10 * time.Second
 	DefaultRetention         = 7 * 24 * time.Hour
-	DefaultShutdownTimeout   = 30 * time.Second
-	DefaultAbandonGrace      = 10 * time.Second
+	// DefaultShutdownTimeout leaves a node stopped by SIGTERM time to
+	// release its jobs and drain its HTTP requests within the 30 s that
+	// orchestrators usually allow before SIGKILL (Kubernetes'
+	// terminationGracePeriodSeconds, ECS's stopTimeout).
+	DefaultShutdownTimeout = 20 * time.Second
+	DefaultAbandonGrace    = 10 * time.Second
 )
 
 // Config configures an Engine. Zero fields take the documented defaults
@@ -65,8 +69,16 @@ type Config struct {
 	// Retention is how long finished jobs are kept. Default 7 days.
 	Retention time.Duration
 	// ShutdownTimeout is how long a shutdown waits for running handlers
-	// before it cancels them and releases their jobs. Default 30s.
+	// before it cancels them and releases their jobs. Default 20s.
 	ShutdownTimeout time.Duration
+	// LeaseTTL is the lease of the jobs this engine inserts
+	// (Insert, InsertMany, InsertTx, InsertManyTx) that set none: how
+	// long a job whose holder stopped renewing it (a node that died)
+	// waits before a reaper rescues it, within one ReaperInterval more.
+	// Running jobs renew their leases every HeartbeatInterval, which
+	// must stay well under it. Default job.DefaultLeaseTTL (60s); at
+	// least 1s.
+	LeaseTTL time.Duration
 	// AbandonGrace is how long a handler may run past its job's deadline
 	// (its context ended at the deadline) before the engine stops
 	// counting it against its pool, logs it and records it
@@ -110,6 +122,7 @@ func (c Config) WithDefaults() Config {
 	setDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
 	setDefault(&c.AbandonGrace, DefaultAbandonGrace)
 	setDefault(&c.PreferWindow, DefaultPreferWindow)
+	setDefault(&c.LeaseTTL, job.DefaultLeaseTTL)
 	if c.Observer == nil {
 		c.Observer = observe.Nop{}
 	}
@@ -156,10 +169,14 @@ func (c Config) Validate() error {
 		{"ShutdownTimeout", c.ShutdownTimeout},
 		{"AbandonGrace", c.AbandonGrace},
 		{"PreferWindow", c.PreferWindow},
+		{"LeaseTTL", c.LeaseTTL},
 	} {
 		if d.v < 0 {
 			return job.Invalid(d.name, "must not be negative, got %s", d.v)
 		}
+	}
+	if c.LeaseTTL != 0 && c.LeaseTTL < time.Second {
+		return job.Invalid("LeaseTTL", "must be at least 1s, got %s", c.LeaseTTL)
 	}
 	return validateQueues(c.Queues)
 }

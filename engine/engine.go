@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -185,11 +186,33 @@ func (e *Engine) InsertTx(ctx context.Context, ex store.Executor, p job.InsertPa
 
 // InsertManyTx is InsertMany through ex (see InsertTx).
 func (e *Engine) InsertManyTx(ctx context.Context, ex store.Executor, ps []job.InsertParams) ([]store.InsertResult, error) {
+	if e.cfg.LeaseTTL != job.DefaultLeaseTTL {
+		ps = withLeaseTTL(ps, e.cfg.LeaseTTL)
+	}
 	res, err := ex.JobInsertMany(ctx, ps)
 	if err != nil {
 		return nil, fmt.Errorf("insert jobs: %w", err)
 	}
 	return res, nil
+}
+
+// withLeaseTTL returns ps with ttl as the lease of the jobs that set
+// none, copying ps only when one of them needs it.
+func withLeaseTTL(ps []job.InsertParams, ttl time.Duration) []job.InsertParams {
+	var out []job.InsertParams
+	for i, p := range ps {
+		if p.LeaseTTL != 0 {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(ps)
+		}
+		out[i].LeaseTTL = ttl
+	}
+	if out == nil {
+		return ps
+	}
+	return out
 }
 
 // Run works the configured queues and runs the maintenance duties until

@@ -40,6 +40,9 @@ func Register[A, R any](e *Engine, kind string, fn func(ctx context.Context, j *
 		if err != nil {
 			return nil, err
 		}
+		if _, none := any(r).(NoResult); none {
+			return nil, nil
+		}
 		raw, err := json.Marshal(r)
 		if err != nil {
 			return nil, Permanent(fmt.Errorf("encode result of kind %q: %w", kind, err))
@@ -47,6 +50,15 @@ func Register[A, R any](e *Engine, kind string, fn func(ctx context.Context, j *
 		return raw, nil
 	})
 }
+
+// NoResult is the result type of a handler whose jobs have no result:
+// a job whose handler returns NoResult{} succeeds with none (its result
+// reads as absent, not as {} or null).
+//
+//	engine.Register(e, "ping", func(ctx context.Context, j *engine.Job[Ping]) (engine.NoResult, error) {
+//		return engine.NoResult{}, ping(ctx, j.Args.Host)
+//	})
+type NoResult struct{}
 
 // decodeArgs decodes a job's args into dst. Args of type json.RawMessage
 // are copied as they are: the store holds only valid JSON, and

@@ -150,3 +150,41 @@ func jsonEqual(raw json.RawMessage, want string) bool {
 	}
 	return reflect.DeepEqual(a, b)
 }
+
+// TestNoResult: a handler of result type NoResult leaves its job's result
+// absent (nil), not {} nor null.
+func TestNoResult(t *testing.T) {
+	eachStore(t, func(t *testing.T, s store.Store) {
+		e := newEngine(t, s, newLogs(t), engine.Config{Queues: queue(1)})
+		engine.Register(e, "ping", func(ctx context.Context, j *engine.Job[json.RawMessage]) (engine.NoResult, error) {
+			return engine.NoResult{}, nil
+		})
+		start(t, e)
+		j := insert(t, s, job.InsertParams{Kind: "ping"})
+		got := waitState(t, s, j.ID, job.StateSucceeded)
+		if got.Result != nil {
+			t.Errorf("result %q, want none", got.Result)
+		}
+	})
+}
+
+// TestEngineLeaseTTL: the engine's LeaseTTL is the lease of the jobs it
+// inserts that set none; a job's own lease_ttl wins.
+func TestEngineLeaseTTL(t *testing.T) {
+	eachStore(t, func(t *testing.T, s store.Store) {
+		e := newEngine(t, s, newLogs(t), engine.Config{LeaseTTL: 7 * time.Second})
+		ctx := context.Background()
+		res, err := e.InsertMany(ctx, []job.InsertParams{{Kind: "a"}, {Kind: "b", LeaseTTL: 3 * time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range []time.Duration{7 * time.Second, 3 * time.Second} {
+			if got := res[i].Job.LeaseTTL; got != want {
+				t.Errorf("job %d: lease %s, want %s", i, got, want)
+			}
+		}
+		if _, err := engine.New(engine.Config{Store: s, LeaseTTL: time.Millisecond}); err == nil {
+			t.Error("a LeaseTTL under 1s was accepted")
+		}
+	})
+}

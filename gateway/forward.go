@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -9,6 +11,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,7 +37,7 @@ func (g *Gateway) Handler() http.Handler {
 // each one's scope first.
 func (g *Gateway) Results() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		g.results(w, r, "/api/v1/async")
+		g.results(w, r, "/api/v1/async", g.writeError)
 	})
 }
 
@@ -47,19 +50,26 @@ const (
 	modeStore            // X-Async: store
 )
 
-// readMode reads X-Async and x-arango-async; they must agree.
+// readMode reads X-Async and x-arango-async; they must agree. X-Async is
+// jobd's: a value other than true, store or false is refused (400).
+// x-arango-async is ArangoDB's, read as ArangoDB reads it: any value
+// other than true or store asks for nothing, and the request runs
+// synchronously.
 func readMode(h http.Header) (asyncMode, error) {
 	mode := modeSync
 	for _, name := range []string{headerAsync, headerArangoAsync} {
 		var m asyncMode
 		switch v := strings.ToLower(strings.TrimSpace(h.Get(name))); v {
-		case "", "false":
-			continue
 		case "true":
 			m = modeForget
 		case "store":
 			m = modeStore
+		case "", "false":
+			continue
 		default:
+			if name == headerArangoAsync {
+				continue
+			}
 			return 0, problemf(api.ProblemBadRequest, name, "%s must be true or store, got %q", name, v)
 		}
 		if mode != modeSync && mode != m {
@@ -70,34 +80,36 @@ func readMode(h http.Header) (asyncMode, error) {
 	return mode, nil
 }
 
-// forward: any method on /gw/NAME/...
+// forward: any method on /gw/NAME/... Its errors, jobd's own answers,
+// carry ArangoDB's error members too (writeArangoError).
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request) {
 	// The credential first: which upstreams exist is not for a caller
 	// without one to learn.
 	if err := g.authorize(r, api.ScopeSubmit); err != nil {
-		g.writeError(w, r, err)
+		g.writeArangoError(w, r, err)
 		return
 	}
 	name, rest, ok := splitForward(r.URL.EscapedPath())
 	up := g.upstreams[name]
 	if !ok || up == nil {
-		g.writeError(w, r, problemf(api.ProblemNotFound, "", "no upstream %q is configured", name))
+		g.writeArangoError(w, r, problemf(api.ProblemNotFound, "", "no upstream %q is configured", name))
 		return
 	}
 	mode, err := readMode(r.Header)
 	if err != nil {
-		g.writeError(w, r, err)
+		g.writeArangoError(w, r, err)
 		return
 	}
 	if r.URL.RawQuery != "" {
 		rest += "?" + r.URL.RawQuery
 	}
+	// The path is checked on both paths, before anything is queued.
+	t, err := up.target(rest)
+	if err != nil {
+		g.writeArangoError(w, r, err)
+		return
+	}
 	if mode == modeSync {
-		t, err := up.target(rest)
-		if err != nil {
-			g.writeError(w, r, problemf(api.ProblemBadRequest, "", "bad path: %v", err))
-			return
-		}
 		ctx, cancel := context.WithTimeoutCause(r.Context(), up.Timeout, errTimeout)
 		defer cancel()
 		// The upstream's answer may come later than the server's write
@@ -109,7 +121,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := g.submit(w, r, up, rest, mode); err != nil {
-		g.writeError(w, r, err)
+		g.writeArangoError(w, r, err)
 	}
 }
 
@@ -152,7 +164,7 @@ func (g *Gateway) newProxy(up *upstream) http.Handler {
 			t := *pr.In.Context().Value(targetKey{}).(*proxyCall).target
 			pr.Out.URL = &t
 			pr.Out.Host = ""
-			pr.SetXForwarded()
+			setForwarded(pr.Out.Header, pr.In)
 			pr.Out.Header.Del(headerAsync)
 			pr.Out.Header.Del(headerArangoAsync)
 			if authOn {
@@ -171,14 +183,14 @@ func (g *Gateway) newProxy(up *upstream) http.Handler {
 			}
 			switch {
 			case errors.Is(context.Cause(r.Context()), errTimeout):
-				g.writeError(w, r, problemf(api.ProblemUpstreamTimeout, "", "upstream %q did not answer within %s", up.Name, up.Timeout))
+				g.writeArangoError(w, r, problemf(api.ProblemUpstreamTimeout, "", "upstream %q did not answer within %s", up.Name, up.Timeout))
 			case errors.Is(err, os.ErrDeadlineExceeded):
-				g.writeError(w, r, errSlowBody) // the caller's body, not the upstream, was too slow
+				g.writeArangoError(w, r, errSlowBody) // the caller's body, not the upstream, was too slow
 			case r.Context().Err() != nil:
 				// The caller went away.
 			default:
 				g.log.Warn("gateway: upstream call failed", "upstream", up.Name, "method", r.Method, "err", scrub(err))
-				g.writeError(w, r, problemf(api.ProblemUpstreamFailed, "", "upstream %q failed: %v", up.Name, scrub(err)))
+				g.writeArangoError(w, r, problemf(api.ProblemUpstreamFailed, "", "upstream %q failed: %v", up.Name, scrub(err)))
 			}
 		},
 	}
@@ -214,7 +226,11 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request, up *upstream, r
 	}
 	// The upstream is the job's partition: its throttle (429 or 503 with
 	// Retry-After) holds back its own requests only (ThrottleByUpstream).
-	p := job.InsertParams{Queue: Queue, Kind: Kind, Args: args, MaxAttempts: g.cfg.MaxAttempts, PartitionKey: up.Name}
+	kind := Kind
+	if mode == modeForget {
+		kind = KindForget // never listed by GET pending and done, as in ArangoDB
+	}
+	p := job.InsertParams{Queue: Queue, Kind: kind, Args: args, MaxAttempts: g.cfg.MaxAttempts, PartitionKey: up.Name}
 	if tp := r.Header.Get("traceparent"); job.ValidTraceParent(tp) {
 		p.TraceParent = tp // the request's execution joins the caller's trace
 	}
@@ -222,18 +238,26 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request, up *upstream, r
 		if len(key) > maxIdempotencyKey {
 			return problemf(api.ProblemBadRequest, "Idempotency-Key", "Idempotency-Key may be at most %d bytes", maxIdempotencyKey)
 		}
-		p.IdempotencyKey = idempotencyPrefix + key
+		p.IdempotencyKey = IdempotencyPrefix + key
+		p.IdempotencyFingerprint = requestFingerprint(up.Name, r.Method, rest, body, mode == modeStore)
 	}
 	if err := g.checkPending(r.Context()); err != nil {
 		return err
 	}
 	res, err := g.store.JobInsertMany(r.Context(), []job.InsertParams{p})
+	if errors.Is(err, job.ErrIdempotencyMismatch) {
+		return problemf(api.ProblemIdempotencyMismatch, "Idempotency-Key",
+			"this Idempotency-Key was used before with a different request (another upstream, method, path, body or async mode); send the same request again, or use a new key")
+	}
 	if err != nil {
 		return err
 	}
 	j := res[0].Job
-	if !ours(j) {
+	switch {
+	case j.Queue != Queue || (j.Kind != Kind && j.Kind != KindForget):
 		return problemf(api.ProblemDuplicate, "Idempotency-Key", "this Idempotency-Key names a job that is not an async request")
+	case mode == modeStore && j.Kind != Kind:
+		return problemf(api.ProblemDuplicate, "Idempotency-Key", "this Idempotency-Key names a fire-and-forget request (X-Async: true), whose response is not kept")
 	}
 	if mode == modeStore {
 		id := j.ID.String()
@@ -245,19 +269,37 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request, up *upstream, r
 	return nil
 }
 
-// Idempotency keys of async requests live in a namespace of their own, so
-// that a key of a job submitted through the API never matches one.
-const (
-	idempotencyPrefix = "gateway:"
-	maxIdempotencyKey = 255 - len(idempotencyPrefix)
-)
+// requestFingerprint identifies an async request for its Idempotency-Key
+// (job.InsertParams.IdempotencyFingerprint): its upstream, method, path
+// with query, body and async mode. The forwarded headers are not part of
+// it: two sendings of one request may carry another traceparent, request
+// id or client address.
+func requestFingerprint(upstream, method, rest string, body []byte, store bool) string {
+	h := sha256.New()
+	for _, part := range []string{upstream, method, rest, strconv.FormatBool(store)} {
+		h.Write([]byte(strconv.Quote(part)))
+		h.Write([]byte{0})
+	}
+	h.Write(body)
+	return "gateway:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// IdempotencyPrefix starts the idempotency key of every async request
+// (then its Idempotency-Key): a namespace of their own, so that a key of a
+// job submitted through the API never matches one (no caller may submit
+// a key of it: job.ReservedIdempotencyKey).
+const IdempotencyPrefix = "gateway:"
+
+// maxIdempotencyKey bounds an async request's Idempotency-Key.
+const maxIdempotencyKey = 255 - len(IdempotencyPrefix)
 
 // checkPending refuses a new async request while MaxPending gateway jobs
-// are queued or running (503 busy, with Retry-After). Concurrent submissions may overshoot the limit
-// by their number: it is a brake, not an exact quota.
+// (stored and fire-and-forget alike) are queued or running (503 busy,
+// with Retry-After). Concurrent submissions may overshoot the limit by
+// their number: it is a brake, not an exact quota.
 func (g *Gateway) checkPending(ctx context.Context) error {
 	res, err := g.store.JobList(ctx, store.ListParams{
-		Queue: Queue, Kind: Kind, States: []job.State{job.StateQueued, job.StateRunning},
+		Queue: Queue, States: []job.State{job.StateQueued, job.StateRunning},
 	})
 	if err != nil {
 		return err

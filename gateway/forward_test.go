@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/gateway"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
@@ -184,6 +185,39 @@ func TestIdempotencyKey(t *testing.T) {
 			t.Fatalf("%d jobs, want 1", c)
 		}
 		want(t, "overlong key", n.do("POST", "/gw/up/echo", "", "X-Async: store", "Idempotency-Key: "+strings.Repeat("k", 250)), http.StatusBadRequest)
+	})
+}
+
+// TestIdempotencyKeyRequest: a key names one request, its upstream,
+// method, path, body and async mode: sent again with other headers (a
+// new trace, a request id) it is the same request; with another body,
+// path or mode it is 422 idempotency-mismatch naming Idempotency-Key,
+// without the first request's id, and nothing is queued.
+func TestIdempotencyKeyRequest(t *testing.T) {
+	eachStore(t, func(t *testing.T, db database) {
+		up := newUpstream(t)
+		n := start(t, db, up, options{})
+		first := n.submit("POST", "/gw/up/echo?x=1", "a", "store", "Idempotency-Key: order-8",
+			"traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "X-Request-Id: r1")
+		again := n.submit("POST", "/gw/up/echo?x=1", "a", "store", "Idempotency-Key: order-8",
+			"traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "X-Request-Id: r2")
+		if again != first {
+			t.Fatalf("the same request with other headers got %s, want %s", again, first)
+		}
+		for what, r := range map[string]*response{
+			"another body": n.do("POST", "/gw/up/echo?x=1", "b", "X-Async: store", "Idempotency-Key: order-8"),
+			"another path": n.do("POST", "/gw/up/echo?x=2", "a", "X-Async: store", "Idempotency-Key: order-8"),
+			"another mode": n.do("POST", "/gw/up/echo?x=1", "a", "X-Async: true", "Idempotency-Key: order-8"),
+		} {
+			want(t, what, r, http.StatusUnprocessableEntity)
+			if typ := problemType(t, r); typ != api.ProblemIdempotencyMismatch || strings.Contains(string(r.body), first.String()) ||
+				r.header.Get("X-Async-Id") != "" {
+				t.Fatalf("%s: %s", what, r)
+			}
+		}
+		if c := n.jobCount(); c != 1 {
+			t.Fatalf("%d jobs, want 1", c)
+		}
 	})
 }
 

@@ -6,8 +6,8 @@
 // A request to /gw/NAME/... is forwarded to the upstream NAME. Without an
 // async header it is proxied at once and its answer returned as is. With
 // "X-Async: true" (or x-arango-async) it becomes a job of queue Queue and
-// kind Kind, answered 202 at once; with "X-Async: store" the answer also
-// carries the job's id in X-Async-Id, and the upstream's response is kept
+// kind KindForget, answered 202 at once; with "X-Async: store" it becomes
+// one of kind Kind, and the answer also carries the job's id in X-Async-Id, and the upstream's response is kept
 // until it is fetched (PUT /api/v1/async/{id}, once), deleted, or older
 // than the result TTL. The engine's worker pool for Queue performs the
 // upstream calls: 5xx answers and connection errors are retried with the
@@ -30,10 +30,13 @@ import (
 	"github.com/jobd/jobd/store"
 )
 
-// The queue and kind of the gateway's jobs.
+// The queue and kinds of the gateway's jobs: Kind for the requests whose
+// response is kept (X-Async: store), KindForget for fire-and-forget ones
+// (X-Async: true), which the result routes never list nor return.
 const (
-	Queue = "gateway"
-	Kind  = "gateway.request"
+	Queue      = "gateway"
+	Kind       = "gateway.request"
+	KindForget = job.ReservedPrefix + "gateway.forget"
 )
 
 // Defaults of Config.
@@ -243,8 +246,10 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	engine.Register(cfg.Engine, Kind, g.perform)
+	engine.Register(cfg.Engine, KindForget, g.perform)
 	return g, nil
 }
 
-// ours reports whether j is a gateway job: the result routes know no other.
+// ours reports whether j is a gateway request whose response is kept:
+// the result routes know no other.
 func ours(j *job.Job) bool { return j.Queue == Queue && j.Kind == Kind }

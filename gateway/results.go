@@ -30,7 +30,8 @@ const (
 var farFuture = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // compat serves /_api/job/...: the result routes, with the scope each
-// needs checked first, as the API checks those of /api/v1/async/.
+// needs checked first, as the API checks those of /api/v1/async/. Its
+// problems carry ArangoDB's error members too (writeArangoError).
 func (g *Gateway) compat(w http.ResponseWriter, r *http.Request) {
 	scope := api.ScopeRead
 	switch {
@@ -38,15 +39,15 @@ func (g *Gateway) compat(w http.ResponseWriter, r *http.Request) {
 		scope = api.ScopeAdmin
 	}
 	if err := g.authorize(r, scope); err != nil {
-		g.writeError(w, r, err)
+		g.writeArangoError(w, r, err)
 		return
 	}
-	g.results(w, r, "/_api/job")
+	g.results(w, r, "/_api/job", g.writeArangoError)
 }
 
 // results routes a result request under prefix: GET, PUT and DELETE of
-// the ArangoDB /_api/job contract.
-func (g *Gateway) results(w http.ResponseWriter, r *http.Request, prefix string) {
+// the ArangoDB /_api/job contract. writeError answers its errors.
+func (g *Gateway) results(w http.ResponseWriter, r *http.Request, prefix string, writeError func(http.ResponseWriter, *http.Request, error)) {
 	rest := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, prefix), "/")
 	var err error
 	switch r.Method {
@@ -61,7 +62,7 @@ func (g *Gateway) results(w http.ResponseWriter, r *http.Request, prefix string)
 		err = problemf(api.ProblemMethodNotAllowed, "", "%s is not allowed on %s", r.Method, r.URL.Path)
 	}
 	if err != nil {
-		g.writeError(w, r, err)
+		writeError(w, r, err)
 	}
 }
 
@@ -110,6 +111,8 @@ func (g *Gateway) lookup(r *http.Request, id uuid.UUID) (*job.Job, error) {
 // running) or done (a result to fetch), oldest first: the store.JobList
 // parameters GET pending and GET done read, for every reader of them.
 // Reading them consumes nothing; only a fetch (PUT) or a delete does.
+// Fire-and-forget requests (KindForget) are not listed, as ArangoDB does
+// not list them: nobody can fetch their result.
 func RequestList(pending bool) store.ListParams {
 	states := []job.State{job.StateSucceeded, job.StateFailed, job.StateCanceled}
 	if pending {

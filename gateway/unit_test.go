@@ -1,9 +1,15 @@
 package gateway
 
 import (
+	"errors"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/internal/problem"
 )
 
 func TestParseUpstream(t *testing.T) {
@@ -39,6 +45,38 @@ func TestTarget(t *testing.T) {
 	}
 }
 
+// TestCheckPath: a ".." segment, as it is or percent-encoded once or
+// twice, with "/" or "\\" as separator or a ";" parameter, is refused with
+// a 400 naming the path; other escapes, and dots that are no segment,
+// pass.
+func TestCheckPath(t *testing.T) {
+	for _, bad := range []string{
+		"/..", "/a/../b", "/%2e%2e", "/%2E%2E/x", "/.%2e/x", "/%2e./x", "/..%2f", "/..%2Fadmin",
+		"/a/..%5cb", "/a%2f..%2fb", "/%2e%2e%2fetc%2fpasswd", "/%252e%252e%252f", "/%25252e%25252e/x",
+		"/..;x/y", "/%2e%2e;jsessionid=1/y", "\\..\\x", "/a/%2e%2e",
+	} {
+		err := checkPath(bad)
+		var p *problem.Error
+		if !errors.As(err, &p) || p.Type != api.ProblemBadRequest || p.Field != "path" || !strings.Contains(p.Detail, strconv.Quote(bad)) {
+			t.Errorf("checkPath(%q) = %v, want a bad-request problem naming the path", bad, err)
+		}
+	}
+	for _, good := range []string{
+		"", "/", "/a/b", "/a%2Fb", "/a%20b", "/a..b", "/...", "/..a", "/a%2e", "/.%2e%2e", "/%2e", "/./a", "/a%zz", "/%", "/x?..",
+	} {
+		if err := checkPath(good); err != nil {
+			t.Errorf("checkPath(%q) = %v, want nil", good, err)
+		}
+	}
+	u, err := ParseUpstream("x=http://h/api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&upstream{Upstream: u}).target("/%2e%2e/admin?x=1"); err == nil {
+		t.Error("target of an encoded dot segment: no error")
+	}
+}
+
 func TestSplitForward(t *testing.T) {
 	cases := []struct{ path, name, rest string }{
 		{"/gw/a", "a", ""},
@@ -69,6 +107,12 @@ func TestReadMode(t *testing.T) {
 		{http.Header{"X-Async": {"false"}}, modeSync, true},
 		{http.Header{"X-Async": {"true"}, "X-Arango-Async": {"store"}}, 0, false},
 		{http.Header{"X-Async": {"yes"}}, 0, false},
+		// ArangoDB runs a request whose x-arango-async is anything else
+		// synchronously.
+		{http.Header{"X-Arango-Async": {"yes"}}, modeSync, true},
+		{http.Header{"X-Arango-Async": {"1"}}, modeSync, true},
+		{http.Header{"X-Arango-Async": {"stored"}}, modeSync, true},
+		{http.Header{"X-Async": {"store"}, "X-Arango-Async": {"later"}}, modeStore, true},
 	}
 	for _, c := range cases {
 		got, err := readMode(c.h)

@@ -25,6 +25,11 @@ type scope string
 const (
 	scopeSubmit scope = api.ScopeSubmit
 	scopeRead   scope = api.ScopeRead
+	// scopeCancel cancels jobs: the jobs of the key's queues when it is
+	// limited to queues (callerJob). A route that acts on a job as
+	// cancel does (issue 29's signal) needs it too and reads its job
+	// with callerJob.
+	scopeCancel scope = api.ScopeCancel
 	scopeAdmin  scope = api.ScopeAdmin
 	// scopeWorker is held by remote workers' keys only, which carry no
 	// other scope; the worker routes check the key's worker (workerOf).
@@ -35,7 +40,12 @@ const (
 
 // scopes is the table of scopes a key may be given. Adding one (the
 // remote-worker issue adds "worker") is one line here plus its routes.
-var scopes = []scope{scopeSubmit, scopeRead, scopeAdmin, scopeMetrics}
+var scopes = []scope{scopeSubmit, scopeRead, scopeCancel, scopeAdmin, scopeMetrics}
+
+// queueScopes are the scopes a key limited to queues may hold: those of
+// the routes that act on one queue's jobs (queueRoutes). Admin means
+// every route, and metrics shows every queue's figures.
+var queueScopes = []scope{scopeSubmit, scopeRead, scopeCancel}
 
 func knownScope(name string) bool { return slices.Contains(scopes, scope(name)) }
 
@@ -145,7 +155,10 @@ func (a *authenticator) identify(ctx context.Context, cred string) (p Principal,
 }
 
 func principalOf(rec *store.APIKey) Principal {
-	return Principal{KeyID: rec.ID, Prefix: rec.Prefix, Scopes: slices.Clone(rec.Scopes), WorkerID: rec.WorkerID}
+	return Principal{
+		KeyID: rec.ID, Prefix: rec.Prefix, Scopes: slices.Clone(rec.Scopes), WorkerID: rec.WorkerID,
+		Queues: slices.Clone(rec.Queues),
+	}
 }
 
 // Principal is who a credential names: the admin secret (every scope) or
@@ -158,7 +171,18 @@ type Principal struct {
 	// its remote worker, if any.
 	KeyID, Prefix, WorkerID string
 	Scopes                  []string
+	// Queues are the queues the key is limited to (empty: every queue):
+	// it may use only the routes of one queue's jobs, and only for the
+	// jobs of these queues.
+	Queues job.QueuePatterns
 }
+
+// Limited reports whether p is a key limited to queues.
+func (p Principal) Limited() bool { return p.Queues.Limited() }
+
+// Allows reports whether p may see and touch the jobs of queue: always,
+// unless p is limited to other queues.
+func (p Principal) Allows(queue string) bool { return p.Queues.Allows(queue) }
 
 // Grants reports whether p holds the scope need (api.ScopeRead…): the
 // admin secret and keys of scope admin hold every one.

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/jobd/jobd/api"
@@ -56,11 +57,19 @@ func (b *triggerBody) params() (job.InsertParams, error) {
 }
 
 // trigger: POST /api/v1/jobs/trigger, the dataloader's submission:
-// {job_id, status}, 201 when created, 200 when the idempotency key matched.
+// {job_id, status}, 201 when created, 200 when the idempotency key matched
+// (to every caller: the job's id and state are all it tells). A refused
+// kind is named as the caller named it, "task" or "kind".
 func (s *server) trigger(w http.ResponseWriter, r *http.Request) error {
-	return s.create(w, r, &triggerBody{}, func(j *job.Job) any {
+	body := &triggerBody{}
+	err := s.create(w, r, body, func(j *job.Job, _ bool) any {
 		return api.TriggerResponse{JobID: j.ID, Status: api.State(j.State)}
 	})
+	var verr *job.ValidationError
+	if errors.As(err, &verr) && verr.Field == "kind" && body.Task != "" {
+		return job.Invalid("task", "%s", verr.Reason)
+	}
+	return err
 }
 
 // jobStatus: GET /api/v1/jobs/{id}/status, the dataloader's status.
@@ -72,7 +81,7 @@ func (s *server) jobStatus(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	j, err := s.store.JobGet(r.Context(), id)
+	j, err := s.callerJob(r, id)
 	if err != nil {
 		return err
 	}

@@ -45,7 +45,7 @@ func toAPIKey(k store.APIKey) api.Key {
 	if scopes == nil {
 		scopes = []string{}
 	}
-	return api.Key{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Scopes: scopes, CreatedAt: k.CreatedAt.UTC()}
+	return api.Key{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Scopes: scopes, Queues: orEmpty(k.Queues), CreatedAt: k.CreatedAt.UTC()}
 }
 
 func utc(t *time.Time) *time.Time { return apiconv.UTC(t) }

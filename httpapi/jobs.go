@@ -100,10 +100,15 @@ func parseTime(field, v string) (time.Time, error) {
 	return t, nil
 }
 
-// checkInsert validates p as the store will (job.InsertParams.Normalize,
-// filling defaults in p, refusing text no store keeps) plus integers
-// beyond 32 bits. It writes nothing.
+// checkInsert validates a caller's p: it refuses the names jobd keeps for
+// its own jobs (job.CheckCallerInsert, which every route that inserts a
+// caller's jobs calls, a batch's too), then checks p as the store will
+// (job.InsertParams.Normalize, filling defaults in p, refusing text no
+// store keeps) plus integers beyond 32 bits. It writes nothing.
 func (s *server) checkInsert(p *job.InsertParams) error {
+	if err := job.CheckCallerInsert(p); err != nil {
+		return err
+	}
 	if isJSONNull(p.Args) {
 		p.Args = nil
 	}
@@ -134,9 +139,24 @@ func (s *server) insert(r *http.Request, p job.InsertParams) (store.InsertResult
 }
 
 // submit: POST /api/v1/jobs. 201 with the new job, 200 with the existing
-// one when the idempotency key or the active duplicate matched.
+// one when the idempotency key or the active duplicate matched: in full
+// to a caller who may read jobs, else only its id and state (replayOf).
 func (s *server) submit(w http.ResponseWriter, r *http.Request) error {
-	return s.create(w, r, &submitBody{}, func(j *job.Job) any { return toAPIJob(j) })
+	return s.create(w, r, &submitBody{}, func(j *job.Job, created bool) any {
+		if !created && !callerOf(r).Grants(api.ScopeRead) {
+			return replayOf(j)
+		}
+		return toAPIJob(j)
+	})
+}
+
+// replayOf is the answer to a submission that matched an existing job
+// (its idempotency key, or an active duplicate) for a caller without the
+// read scope: the job's id and state, which that caller may learn of the
+// job its request names, and none of what the job carries (its args,
+// result, error, progress, checkpoint), which may be another caller's.
+func replayOf(j *job.Job) api.JobReplay {
+	return api.JobReplay{ID: j.ID, State: api.State(j.State)}
 }
 
 // submission is a request body that describes one job to create.
@@ -145,9 +165,9 @@ type submission interface {
 }
 
 // create decodes body, inserts the job it describes and answers with
-// render(job): 201 and a Location when the job is new, 200 when the
-// idempotency key or the active duplicate matched an existing one.
-func (s *server) create(w http.ResponseWriter, r *http.Request, body submission, render func(*job.Job) any) error {
+// render(job, created): 201 and a Location when the job is new, 200 when
+// the idempotency key or the active duplicate matched an existing one.
+func (s *server) create(w http.ResponseWriter, r *http.Request, body submission, render func(j *job.Job, created bool) any) error {
 	if err := checkQuery(r); err != nil {
 		return err
 	}
@@ -156,6 +176,9 @@ func (s *server) create(w http.ResponseWriter, r *http.Request, body submission,
 	}
 	p, err := body.params()
 	if err != nil {
+		return err
+	}
+	if err := checkSubmitQueue(r, p.Queue); err != nil {
 		return err
 	}
 	// The caller's trace, for the job's executions to join; a malformed
@@ -167,13 +190,18 @@ func (s *server) create(w http.ResponseWriter, r *http.Request, body submission,
 	if err != nil {
 		return err
 	}
+	if !callerOf(r).Allows(res.Job.Queue) {
+		// The idempotency key names a job of a queue the caller cannot
+		// see: it learns nothing of it.
+		return problem.Errorf(api.ProblemDuplicate, "idempotency_key", "the idempotency key is taken by a job this API key cannot see")
+	}
 	status := http.StatusOK
 	if res.Created {
 		status = http.StatusCreated
 		w.Header().Set("Location", "/api/v1/jobs/"+res.Job.ID.String())
 		s.logTransition(r, "api: job queued", res.Job)
 	}
-	return writeJSON(w, status, render(res.Job))
+	return writeJSON(w, status, render(res.Job, res.Created))
 }
 
 // getJob: GET /api/v1/jobs/{id}[?wait=30s]. With wait, the answer is held
@@ -190,7 +218,7 @@ func (s *server) getJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	j, err := s.store.JobGet(r.Context(), id)
+	j, err := s.callerJob(r, id)
 	if err != nil {
 		return err
 	}
@@ -239,7 +267,8 @@ func waitParam(r *http.Request) (time.Duration, error) {
 	return min(d, MaxWait), nil
 }
 
-// cancel: POST /api/v1/jobs/{id}/cancel.
+// cancel: POST /api/v1/jobs/{id}/cancel, scope cancel (or admin); a
+// key limited to queues cancels only their jobs (callerJob).
 func (s *server) cancel(w http.ResponseWriter, r *http.Request) error {
 	return s.transition(w, r, "api: job canceled or its cancel requested", s.store.JobCancel)
 }
@@ -274,6 +303,17 @@ func (s *server) rerun(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	return s.transition(w, r, "api: job re-run", func(ctx context.Context, id uuid.UUID) (*job.Job, error) {
+		if req.Args != nil {
+			// New args are a caller's insert: none into jobd's own jobs.
+			// (A job's queue and kind never change: read them first.)
+			j, err := s.store.JobGet(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			if err := job.CheckCallerRerun(j); err != nil {
+				return nil, err
+			}
+		}
 		return s.store.JobRerun(ctx, id, store.RerunParams{Args: req.Args})
 	})
 }
@@ -285,6 +325,11 @@ func (s *server) transition(w http.ResponseWriter, r *http.Request, what string,
 	id, err := pathID(r)
 	if err != nil {
 		return err
+	}
+	if callerOf(r).Limited() {
+		if _, err := s.callerJob(r, id); err != nil {
+			return err
+		}
 	}
 	j, err := apply(r.Context(), id)
 	if err != nil {
@@ -304,7 +349,7 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	// The journal of an unknown job is empty; the job itself says 404.
-	if _, err := s.store.JobGet(r.Context(), id); err != nil {
+	if _, err := s.callerJob(r, id); err != nil {
 		return err
 	}
 	evs, err := s.store.JobEvents(r.Context(), id)

@@ -14,9 +14,10 @@ import (
 	"github.com/jobd/jobd/store"
 )
 
-// createKey: POST /api/v1/keys {name, scopes} → 201 {id, key, name,
-// scopes, prefix, created_at}. The key is shown this once; only its
-// SHA-256 is stored.
+// createKey: POST /api/v1/keys {name, scopes, queues} → 201 {id, key,
+// name, scopes, queues, prefix, created_at}. The key is shown this once;
+// only its SHA-256 is stored. queues (optional) limits the key to those
+// queues (keyQueues).
 func (s *server) createKey(w http.ResponseWriter, r *http.Request) error {
 	if err := checkQuery(r); err != nil {
 		return err
@@ -41,6 +42,10 @@ func (s *server) createKey(w http.ResponseWriter, r *http.Request) error {
 			granted = append(granted, sc)
 		}
 	}
+	queues, err := keyQueues(req, granted)
+	if err != nil {
+		return err
+	}
 	id, err := uuid.NewV7()
 	if err != nil {
 		return err
@@ -51,7 +56,7 @@ func (s *server) createKey(w http.ResponseWriter, r *http.Request) error {
 	}
 	rec := store.APIKey{
 		ID: id.String(), Name: name, Prefix: prefix, Hash: hashKey(key),
-		Scopes: granted, CreatedAt: s.clock.Now().UTC().Truncate(time.Microsecond),
+		Scopes: granted, Queues: queues, CreatedAt: s.clock.Now().UTC().Truncate(time.Microsecond),
 	}
 	if err := s.store.KeyCreate(r.Context(), rec); err != nil {
 		return err

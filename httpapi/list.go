@@ -46,6 +46,9 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// A caller limited to queues lists their jobs only; a queue filter
+	// naming another matches nothing (an empty page, total 0).
+	params.QueuesIn = callerOf(r).Queues
 	limit, resumed := params.Limit, params.After != nil
 	feed := params.UpdatedSince != nil
 	want := 0

@@ -198,3 +198,34 @@ func TestOpenAPIProcessSchemas(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPIQueueScopedMatchesRoutes: an operation is marked
+// x-jobd-queue-scoped exactly when its route is one of queueRoutes (the
+// routes a key limited to queues may use), and every one of queueRoutes
+// is served, so that the auth matrix, which reads the mark, knows them.
+func TestOpenAPIQueueScopedMatchesRoutes(t *testing.T) {
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(openAPIDoc, &doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	served := map[string]bool{}
+	for _, rt := range (&server{}).routes() {
+		served[rt.pattern()] = true
+		var op struct {
+			Scoped bool `json:"x-jobd-queue-scoped"`
+		}
+		if err := json.Unmarshal(doc.Paths[rt.path][strings.ToLower(rt.method)], &op); err != nil {
+			t.Fatalf("%s: %v", rt.pattern(), err)
+		}
+		if op.Scoped != rt.queueScoped() {
+			t.Errorf("%s: x-jobd-queue-scoped %v, its route's %v", rt.pattern(), op.Scoped, rt.queueScoped())
+		}
+	}
+	for p := range queueRoutes {
+		if !served[p] {
+			t.Errorf("queueRoutes names %s, which is not a route", p)
+		}
+	}
+}

@@ -128,6 +128,10 @@ func (s *server) runTask(w http.ResponseWriter, r *http.Request, task process.Ta
 		}
 	}
 	j, err := runner.Submit(r.Context(), ns, id, task, body.Args, key)
+	if errors.Is(err, job.ErrIdempotencyMismatch) {
+		return problem.Errorf(api.ProblemIdempotencyMismatch, "Idempotency-Key",
+			"this Idempotency-Key was used before with a different request of this process (another task or other args); send the same request again, or use a new key")
+	}
 	if err != nil {
 		return err
 	}

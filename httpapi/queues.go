@@ -14,7 +14,7 @@ import (
 )
 
 // queues: GET /api/v1/queues, every queue with its counts by state and
-// paused flag, by name.
+// paused flag, by name; for a key limited to queues, only those.
 func (s *server) queues(w http.ResponseWriter, r *http.Request) error {
 	if err := checkQuery(r); err != nil {
 		return err
@@ -25,8 +25,11 @@ func (s *server) queues(w http.ResponseWriter, r *http.Request) error {
 	}
 	sort.Slice(qs, func(i, j int) bool { return qs[i].Name < qs[j].Name })
 	out := api.QueueList{Queues: make([]api.Queue, 0, len(qs))}
+	caller := callerOf(r)
 	for _, q := range qs {
-		out.Queues = append(out.Queues, toAPIQueue(q))
+		if caller.Allows(q.Name) { // a caller limited to queues sees only them
+			out.Queues = append(out.Queues, toAPIQueue(q))
+		}
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

@@ -256,7 +256,7 @@ func (s *server) routes() []route {
 		{"POST", "/api/v1/jobs", scopeSubmit, s.submit},
 		{"GET", "/api/v1/jobs", scopeRead, s.list},
 		{"GET", "/api/v1/jobs/{id}", scopeRead, s.getJob},
-		{"POST", "/api/v1/jobs/{id}/cancel", scopeAdmin, s.cancel},
+		{"POST", "/api/v1/jobs/{id}/cancel", scopeCancel, s.cancel},
 		{"POST", "/api/v1/jobs/{id}/retry", scopeAdmin, s.retry},
 		{"POST", "/api/v1/jobs/{id}/rerun", scopeAdmin, s.rerun},
 		{"GET", "/api/v1/jobs/{id}/events", scopeRead, s.events},
@@ -368,9 +368,13 @@ func NewAuthorizer(st store.Store, adminSecret string) *Authorizer {
 // api.ScopeRead or api.ScopeAdmin; the admin secret and admin keys grant
 // every scope). A missing or bad credential is an *api.Problem of status
 // 401, a key without the scope one of status 403; any other error is the
-// store's, wrapped.
+// store's, wrapped. A key limited to queues is refused (403 naming
+// queues): the routes served outside this package are not one queue's.
 func (a *Authorizer) Authorize(r *http.Request, need string) error {
-	_, err := a.a.authorize(r, scope(need))
+	caller, err := a.a.authorize(r, scope(need))
+	if err == nil && caller.Limited() {
+		err = errQueueLimited
+	}
 	var p *problem.Error
 	if errors.As(err, &p) {
 		return problem.FromError(p)
@@ -407,6 +411,11 @@ func (a *Authorizer) Key(ctx context.Context, prefix string) (p Principal, ok bo
 	return principalOf(rec), true, nil
 }
 
+// KeyPrincipal returns the principal of an API key record, as Key does
+// once it has found the record: for a session that reads its key with
+// its own lookup (the dashboard's, store.SessionGet).
+func KeyPrincipal(rec *store.APIKey) Principal { return principalOf(rec) }
+
 // wrap checks the route's scope before anything else (so that no answer
 // reveals whether a job exists to a caller without it), then runs the
 // handler and answers its error as a problem.
@@ -421,6 +430,9 @@ func (s *server) wrap(rt route) http.Handler {
 			}
 		} else if rt.scope != "" {
 			p, err := s.auth.authorize(r, rt.scope)
+			if err == nil && p.Limited() && !rt.queueScoped() {
+				err = errQueueLimited
+			}
 			if err != nil {
 				s.writeError(w, r, err)
 				return

@@ -58,8 +58,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ctx := r.Context()
-	last, err := s.store.JobGet(ctx, id)
+	last, err := s.callerJob(r, id)
 	if err != nil {
 		return err // nothing written yet: answered as a problem
 	}

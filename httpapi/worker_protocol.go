@@ -92,6 +92,9 @@ func (s *server) workerClaim(w http.ResponseWriter, r *http.Request) error {
 	if wait < 0 || wait > MaxClaimWait {
 		return job.Invalid("wait", "must be between 0s and %s, got %s", MaxClaimWait, wait)
 	}
+	if err := checkClaimQueues(wk, req.Queues); err != nil {
+		return err
+	}
 	ctx := r.Context()
 	if err := s.store.WorkerSeen(ctx, wk.ID, "", 0, 0); err != nil {
 		return err

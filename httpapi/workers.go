@@ -17,9 +17,11 @@ import (
 // maxWorkerField bounds a worker's capabilities and metadata (10 KiB each).
 const maxWorkerField = 10 << 10
 
-// createWorker: POST /api/v1/workers {name, capabilities, metadata} → 201
-// {worker_id, api_key, worker}. The key, of scope worker, is shown this
-// once; only its SHA-256 is stored.
+// createWorker: POST /api/v1/workers {name, capabilities, queues,
+// metadata} → 201 {worker_id, api_key, worker}. The key, of scope worker,
+// is shown this once; only its SHA-256 is stored. queues (optional,
+// job.ParseQueuePatterns) limits the worker's claims; it cannot be
+// changed later (register a new worker instead).
 func (s *server) createWorker(w http.ResponseWriter, r *http.Request) error {
 	if err := checkQuery(r); err != nil {
 		return err
@@ -36,6 +38,10 @@ func (s *server) createWorker(w http.ResponseWriter, r *http.Request) error {
 		return job.Invalid("capabilities", "is over the limit of %d bytes", maxWorkerField)
 	}
 	caps, err := job.NormalizeCapabilities("capabilities", req.Capabilities)
+	if err != nil {
+		return err
+	}
+	queues, err := job.ParseQueuePatterns("queues", req.Queues)
 	if err != nil {
 		return err
 	}
@@ -64,7 +70,7 @@ func (s *server) createWorker(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rec := store.Worker{ID: wid.String(), Name: name, Capabilities: caps, Metadata: meta}
+	rec := store.Worker{ID: wid.String(), Name: name, Capabilities: caps, Queues: queues, Metadata: meta}
 	krec := store.APIKey{
 		ID: kid.String(), Name: "worker " + name, Prefix: prefix, Hash: hashKey(key),
 		Scopes: []string{api.ScopeWorker}, WorkerID: rec.ID,
@@ -158,7 +164,7 @@ func toAPIWorker(w store.Worker) api.Worker {
 		meta = json.RawMessage(`{}`)
 	}
 	return api.Worker{
-		ID: w.ID, Name: w.Name, Status: status, Capabilities: orEmpty(w.Capabilities),
+		ID: w.ID, Name: w.Name, Status: status, Capabilities: orEmpty(w.Capabilities), Queues: orEmpty(w.Queues),
 		Metadata: meta, LastHeartbeatAt: utc(w.LastHeartbeatAt), CurrentJobs: w.RunningJobs,
 		JobsDone: w.JobsDone, JobsFailed: w.JobsFailed, CreatedAt: w.CreatedAt.UTC(),
 	}

@@ -19,6 +19,11 @@ var (
 	// ErrDuplicate: an operator retry would make a job an active twin of
 	// another queued or running job with the same args hash.
 	ErrDuplicate = errors.New("an active duplicate exists")
+	// ErrIdempotencyMismatch: the idempotency key of an insert names a
+	// retained job that another request made (InsertParams.
+	// IdempotencyFingerprint differs). Nothing was written, and the error
+	// says nothing of that job.
+	ErrIdempotencyMismatch = errors.New("the idempotency key was used with a different request")
 )
 
 // ValidationError says which field of a request is wrong and why.

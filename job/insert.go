@@ -41,7 +41,15 @@ type InsertParams struct {
 	LockKey        string
 	PartitionKey   string
 	IdempotencyKey string
-	Unique         string // UniqueNone or UniqueActive
+	// IdempotencyFingerprint identifies the request that asked for the
+	// job, for IdempotencyKey's rule: an insert whose key names a
+	// retained job of another fingerprint is refused
+	// (ErrIdempotencyMismatch). Normalize sets it, when a key is given
+	// and it is empty, to Fingerprint(p); a service whose job holds parts
+	// that vary between two sendings of one request gives its own (the
+	// async gateway's requests carry the caller's headers).
+	IdempotencyFingerprint string
+	Unique                 string // UniqueNone or UniqueActive
 	// Requires lists the capabilities a claimer must have all of; Prefers
 	// those a claimer should have, which others may do without once the
 	// job's prefer window has passed. Both are normalised (sorted, no
@@ -112,7 +120,8 @@ func (p *InsertParams) Normalize(maxArgs int) (argsHash string, err error) {
 	if err != nil {
 		return "", err
 	}
-	for field, v := range map[string]string{"lock_key": p.LockKey, "partition_key": p.PartitionKey, "idempotency_key": p.IdempotencyKey} {
+	for field, v := range map[string]string{"lock_key": p.LockKey, "partition_key": p.PartitionKey,
+		"idempotency_key": p.IdempotencyKey, "idempotency_fingerprint": p.IdempotencyFingerprint} {
 		if len(v) > MaxKeyBytes || CheckText(field, v) != nil {
 			return "", Invalid(field, "must be valid UTF-8 of at most %d bytes, without NUL", MaxKeyBytes)
 		}
@@ -131,12 +140,19 @@ func (p *InsertParams) Normalize(maxArgs int) (argsHash string, err error) {
 	}
 	switch p.Unique {
 	case UniqueNone:
-		return "", nil
 	case UniqueActive:
-		return ArgsHash(p.Queue, p.Kind, obj)
+		if argsHash, err = ArgsHash(p.Queue, p.Kind, obj); err != nil {
+			return "", err
+		}
 	default:
 		return "", Invalid("unique", "must be %q or empty, got %q", UniqueActive, p.Unique)
 	}
+	if p.IdempotencyKey != "" && p.IdempotencyFingerprint == "" {
+		if p.IdempotencyFingerprint, err = fingerprint(p, obj); err != nil {
+			return "", err
+		}
+	}
+	return argsHash, nil
 }
 
 // checkArgs checks args as every store keeps them: a JSON object of at
@@ -221,7 +237,7 @@ func CheckName(field, v string) error {
 }
 
 // ArgsHash is the hex SHA-256 of the canonical JSON of (queue, kind, args):
-// object keys sorted, null members dropped (DESIGN.md section 2).
+// object keys sorted, null members dropped (docs/design.md).
 func ArgsHash(queue, kind string, args map[string]any) (string, error) {
 	var buf bytes.Buffer
 	if err := writeCanonical(&buf, map[string]any{"queue": queue, "kind": kind, "args": args}); err != nil {

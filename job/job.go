@@ -40,7 +40,7 @@ func (s State) Valid() bool {
 	return false
 }
 
-// Defaults taken from the source documents (DESIGN.md section 2).
+// Defaults taken from the source documents (docs/design.md).
 const (
 	DefaultQueue       = "default"
 	DefaultPriority    = 100
@@ -138,7 +138,7 @@ type Job struct {
 // EventKind names a journal entry.
 type EventKind string
 
-// The journal's event kinds, one per transition (DESIGN.md section 2).
+// The journal's event kinds, one per transition (docs/design.md).
 const (
 	EventQueued          EventKind = "queued"
 	EventClaimed         EventKind = "claimed"

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// The job state machine of DESIGN.md section 2, decided here and nowhere
+// The job state machine of docs/design.md, decided here and nowhere
 // else. A store reads the Facts of a job's row, with the row locked (or
 // inside its one write transaction), asks one of the functions below for
 // the Transition, and writes it in the same transaction, fenced by the

@@ -139,6 +139,12 @@ func (r *Runner) Namespaces() []string {
 // LockKey is the lock_key of every task of process ns/id.
 func LockKey(ns, id string) string { return "process:" + ns + "/" + id }
 
+// IdempotencyKey is the idempotency key of a task of process ns/id that
+// its caller sent with key: under the process's own prefix, which no job
+// submitter may use (job.ReservedIdempotencyKey), so that a caller's key
+// names that process's task and nothing else.
+func IdempotencyKey(ns, id, key string) string { return LockKey(ns, id) + ":" + key }
+
 // taskParams is the job of a task.
 func (r *Runner) taskParams(kind string, a TaskArgs, runAt time.Time, idem string) (job.InsertParams, error) {
 	ns, ok := r.spaces[a.Namespace]
@@ -168,7 +174,7 @@ func (r *Runner) taskParams(kind string, a TaskArgs, runAt time.Time, idem strin
 // submission with that key instead of a new one.
 func (r *Runner) Submit(ctx context.Context, ns, id string, task Task, args json.RawMessage, idempotencyKey string) (*job.Job, error) {
 	if idempotencyKey != "" {
-		idempotencyKey = "process:" + ns + "/" + id + ":" + idempotencyKey
+		idempotencyKey = IdempotencyKey(ns, id, idempotencyKey)
 	}
 	p, err := r.taskParams(KindTask, TaskArgs{Namespace: ns, ID: id, Task: task, Args: args}, time.Time{}, idempotencyKey)
 	if err != nil {

@@ -171,16 +171,36 @@ func (d *Definition) Check(maxArgs int) (*Spec, error) {
 	if bytes.Equal(bytes.TrimSpace(d.Job.Args), []byte("null")) {
 		d.Job.Args = nil
 	}
-	// The template must make a valid job: check one as the store would.
-	p := d.Job.params(d.Name, time.Unix(0, 0), TriggerKey(d.Name, "00000000-0000-0000-0000-000000000000"))
-	if _, err := p.Normalize(maxArgs); err != nil {
-		var verr *job.ValidationError
-		if errors.As(err, &verr) {
-			return nil, job.Invalid("job."+verr.Field, "%s", verr.Reason)
-		}
+	// The template is a caller's: none of jobd's own names. It must make
+	// a valid job: check one as the store would.
+	if err := d.Job.CheckCaller(); err != nil {
 		return nil, err
 	}
+	p := d.Job.params(d.Name, time.Unix(0, 0), TriggerKey(d.Name, "00000000-0000-0000-0000-000000000000"))
+	if _, err := p.Normalize(maxArgs); err != nil {
+		return nil, templateError(err)
+	}
 	return spec, nil
+}
+
+// CheckCaller refuses a template that names what only jobd's own code
+// inserts (job.CheckCallerInsert: a reserved queue or kind, a lock key
+// under a reserved prefix), naming the template's field ("job.queue").
+// Every definition is checked so (Check), and the ticker and a trigger
+// check a stored template again, which an older jobd may have stored.
+func (t Template) CheckCaller() error {
+	p := t.params("", time.Time{}, "")
+	return templateError(job.CheckCallerInsert(&p))
+}
+
+// templateError names the template's field in a validation error of its
+// job ("job.args").
+func templateError(err error) error {
+	var verr *job.ValidationError
+	if errors.As(err, &verr) {
+		return job.Invalid("job."+verr.Field, "%s", verr.Reason)
+	}
+	return err
 }
 
 // template is d's job template as the store keeps it.

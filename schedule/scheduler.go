@@ -174,7 +174,11 @@ func (s *Scheduler) Resume(ctx context.Context, name string) (*store.Schedule, e
 // Trigger inserts one job of the schedule now (scheduled_for now), paused
 // or not, and records it as the schedule's last job. key, the caller's
 // Idempotency-Key, makes a repeated trigger answer the job of the first
-// (Created false); without one every trigger inserts a job.
+// (Created false), even when the schedule's template changed in between:
+// a trigger's request is the schedule's name and the key, nothing else.
+// Without a key every trigger inserts a job. A template that names what
+// only jobd inserts (an older jobd may have stored one) is refused, a
+// *job.ValidationError naming its field.
 func (s *Scheduler) Trigger(ctx context.Context, name, key string) (store.InsertResult, error) {
 	if key == "" {
 		key = uuid.NewString()
@@ -185,8 +189,17 @@ func (s *Scheduler) Trigger(ctx context.Context, name, key string) (store.Insert
 		if err != nil {
 			return err
 		}
+		// The lock orders the triggers of the schedule: a repeat reads the
+		// job of the first once it committed.
+		if j, err := triggered(ctx, ex, TriggerKey(name, key)); err != nil || j != nil {
+			res = store.InsertResult{Job: j}
+			return err
+		}
 		d, err := DefinitionOf(cur)
 		if err != nil {
+			return err
+		}
+		if err := d.Job.CheckCaller(); err != nil {
 			return err
 		}
 		now := s.clock.Now()
@@ -210,4 +223,13 @@ func (s *Scheduler) Trigger(ctx context.Context, name, key string) (store.Insert
 		s.log.Info("schedule: triggered", "schedule", name, "job_id", res.Job.ID)
 	}
 	return res, nil
+}
+
+// triggered returns the job of the trigger key, if one is retained.
+func triggered(ctx context.Context, ex store.Executor, key string) (*job.Job, error) {
+	found, err := ex.JobList(ctx, store.ListParams{IdempotencyKey: key, Limit: 1, NoTotal: true})
+	if err != nil || len(found.Jobs) == 0 {
+		return nil, err
+	}
+	return found.Jobs[0], nil
 }

@@ -96,6 +96,15 @@ func (s *Scheduler) advance(ctx context.Context, read store.Schedule, now time.T
 			return fmt.Errorf("schedule %q: %w", d.Name, err)
 		}
 		ticks := pick(spec, cur, now)
+		if err := d.Job.CheckCaller(); len(ticks) > 0 && err != nil {
+			// A template an older jobd stored may name what only jobd's
+			// own code inserts now: its ticks pass without a job, and the
+			// schedule moves on, not failing every pass (nor holding up
+			// the schedules due after it).
+			s.log.Warn("schedule: tick skipped; its job template names what only jobd inserts; replace the schedule",
+				"schedule", d.Name, "tick", ticks[len(ticks)-1], "err", err)
+			ticks = nil
+		}
 		if len(ticks) > 0 && cur.Overlap == OverlapSkip {
 			busy, err := previousActive(ctx, ex, cur.LastJobID)
 			if err != nil {

@@ -49,16 +49,28 @@ func CheckScan(p ListParams) error {
 // (ListParams.ScanLimit): a newest-first page with a limit and filters
 // that not every job matches, none of them an idempotency key.
 func ScanBounded(p ListParams) bool {
-	filtered := p.Queue != "" || p.Kind != "" || len(p.States) > 0 || p.LockKey != "" || p.PartitionKey != ""
+	filtered := p.Queue != "" || p.QueuesIn.Limited() || p.Kind != "" || len(p.States) > 0 || p.LockKey != "" || p.PartitionKey != ""
 	return p.ScanLimit > 0 && p.Limit > 0 && filtered && p.IdempotencyKey == ""
 }
 
-// CheckKey refuses an API key record without its id, prefix or hash.
+// CheckKey refuses an API key record without its id, prefix or hash, or
+// with queues that job.ParseQueuePatterns refuses.
 func CheckKey(key APIKey) error {
 	if key.ID == "" || key.Prefix == "" || len(key.Hash) == 0 {
 		return job.Invalid("api_key", "id, prefix and hash are required")
 	}
-	return nil
+	_, err := job.ParseQueuePatterns("queues", key.Queues)
+	return err
+}
+
+// CheckWorker refuses a worker record without its id, or with queues
+// that job.ParseQueuePatterns refuses.
+func CheckWorker(w Worker) error {
+	if w.ID == "" {
+		return job.Invalid("worker", "id is required")
+	}
+	_, err := job.ParseQueuePatterns("queues", w.Queues)
+	return err
 }
 
 // CheckTaskResult refuses a process task result that no store can apply:
@@ -105,4 +117,18 @@ func CheckWebhook(w Webhook, create bool) error {
 		}
 	}
 	return nil
+}
+
+// CheckTwin holds an insert p that a dedupe index skipped to the job j
+// the driver found in its place, whose stored idempotency fingerprint is
+// fingerprint ("" for none: a job stored before fingerprints were kept
+// matches any request). When j holds p's idempotency key (not an active
+// twin found by its args hash) and was made by another request, the
+// insert fails with job.ErrIdempotencyMismatch, which says nothing of j.
+func CheckTwin(p *job.InsertParams, j *job.Job, fingerprint string) error {
+	if p.IdempotencyKey == "" || j.IdempotencyKey != p.IdempotencyKey ||
+		fingerprint == "" || fingerprint == p.IdempotencyFingerprint {
+		return nil
+	}
+	return job.ErrIdempotencyMismatch
 }

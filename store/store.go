@@ -1,6 +1,6 @@
 // Package store defines the Store interface every database driver
-// implements, in jobd's own types. The job state machine of DESIGN.md
-// section 2 is decided in Go, once (job.Finish, job.Rescue, job.Cancel,
+// implements, in jobd's own types. The job state machine of
+// docs/design.md is decided in Go, once (job.Finish, job.Rescue, job.Cancel,
 // job.Retry; DecideFinish and DecideRescue here for batches), and the
 // drivers only fence and apply it: each transition is one transaction that
 // reads the row's facts with the row locked, decides, and writes the
@@ -49,6 +49,9 @@ type Store interface {
 	// Migrate brings the schema up to date. It is idempotent and safe to
 	// run from several nodes at once.
 	Migrate(ctx context.Context) error
+	// SchemaVersion reads how far the database's schema is migrated
+	// (Current) and the schema this build migrates to (Latest).
+	SchemaVersion(ctx context.Context) (SchemaVersion, error)
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
 	// Close releases the store's connections.
@@ -91,6 +94,7 @@ type Executor interface {
 	ProcessStore
 	ScheduleStore
 	WebhookStore
+	SessionStore
 	// Wake tells the workers of queues, on every node sharing the
 	// database, that jobs may be available: at once, or, inside a
 	// transaction, once it commits.
@@ -254,6 +258,12 @@ type QueueStore interface {
 	// QueueList returns every queue that has jobs or a setting, with job
 	// counts by state.
 	QueueList(ctx context.Context) ([]QueueInfo, error)
+	// QueueDepth counts the queued jobs of one queue: those due now and
+	// those scheduled later. It reads the claim index alone, so its cost
+	// grows with that queue's queued jobs, never with the table (finished
+	// jobs) nor the other queues; it takes no lock. An unknown queue has
+	// depth zero.
+	QueueDepth(ctx context.Context, queue string) (QueueDepth, error)
 	// QueueSetPaused pauses or resumes a queue; a paused queue is not
 	// claimed from on any node. An unknown queue is created.
 	QueueSetPaused(ctx context.Context, queue string, paused bool) error
@@ -591,6 +601,11 @@ type ListParams struct {
 	// IdempotencyKey finds the job submitted with that key (there is at
 	// most one, found by its unique index).
 	IdempotencyKey string
+	// QueuesIn, when not empty, keeps only the jobs of the queues it
+	// allows (job.QueuePatterns.Allows: its names, and the queues its
+	// prefixes match), besides Queue: the listing of a caller limited to
+	// those queues.
+	QueuesIn job.QueuePatterns
 	// UpdatedSince switches to feed order: jobs with updated_at >=
 	// UpdatedSince, ascending by (updated_at, id). Otherwise jobs come
 	// newest first (id descending).
@@ -651,6 +666,14 @@ type ListResult struct {
 	ScannedTo *uuid.UUID
 }
 
+// QueueDepth is one queue's queued jobs (QueueStore.QueueDepth).
+type QueueDepth struct {
+	// Available counts the queued jobs that are due (run_at reached).
+	Available int64
+	// Scheduled counts the queued jobs due later.
+	Scheduled int64
+}
+
 // QueueInfo describes one queue: its settings and its job counts.
 type QueueInfo struct {
 	QueueSettings
@@ -691,6 +714,8 @@ type APIKey struct {
 	CreatedAt time.Time
 	// WorkerID is the remote worker the key belongs to, if any.
 	WorkerID string
+	// Queues are the queues the key is limited to; empty: every queue.
+	Queues job.QueuePatterns
 }
 
 // CheckThrottleBy checks the arguments of

@@ -3,6 +3,8 @@ package store
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/jobd/jobd/job"
 )
 
 // WorkerStatus is what a remote worker is doing, as the registry knows it.
@@ -33,6 +35,9 @@ type Worker struct {
 	ID           string
 	Name         string
 	Capabilities []string
+	// Queues are the queues the worker may claim from; empty: every
+	// queue but jobd's own (job.ReservedQueue), which no worker claims.
+	Queues job.QueuePatterns
 	// Metadata is a JSON object, given at registration.
 	Metadata        json.RawMessage
 	Status          WorkerStatus

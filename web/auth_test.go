@@ -46,7 +46,7 @@ func TestRedirects(t *testing.T) {
 
 // TestLogin: with an admin secret a page sends the browser to the login
 // form; a bad key is refused; the admin secret or a read key starts a
-// session kept in a signed cookie that holds no key; logout ends it.
+// session whose cookie holds no key; logout ends it.
 func TestLogin(t *testing.T) {
 	eachStore(t, func(t *testing.T, st store.Store) {
 		d := newDash(t, st, dashOptions{Secret: secret})
@@ -221,8 +221,9 @@ func TestRevokedKeyEndsSession(t *testing.T) {
 	})
 }
 
-// TestForgedCookies: a session cookie signed with another secret, or
-// changed, is no session.
+// TestForgedCookies: a session of the admin secret begun on a node of
+// another secret, or a changed cookie, is no session; a node of the same
+// secret and database accepts it.
 func TestForgedCookies(t *testing.T) {
 	st := openStore(t, "sqlite")
 	other := newDash(t, st, dashOptions{Secret: "another-secret"})

@@ -47,7 +47,7 @@ FROM generate_series(1, $1::int) g,
 	                     ELSE 'running' END AS state) s`
 
 // BenchmarkJobsPage renders pages of the dashboard, over real HTTP, on a
-// PostgreSQL table of JOBD_BENCH_JOBS jobs (default 100 000; the README's
+// PostgreSQL table of JOBD_BENCH_JOBS jobs (default 100 000; docs/dashboard.md's
 // numbers are of 1 000 000), and times the overview's two store reads:
 //
 //	JOBD_BENCH_JOBS=1000000 go test ./web -run '^$' -bench JobsPage -benchtime 200x

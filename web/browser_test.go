@@ -194,7 +194,7 @@ func waitState(t *testing.T, d *dash, id uuid.UUID, state api.State) {
 // forged cross-site post is refused; a read key's pages have no button
 // that writes; the pages fit 375 px, show the browser's time zone and
 // follow its dark theme. With JOBD_UI_SCREENSHOTS=DIR it writes the
-// README's screenshots there.
+// screenshots of docs/dashboard.md there.
 func TestBrowser(t *testing.T) {
 	for _, driver := range drivers {
 		// One browser at a time: the machine is small and shared.

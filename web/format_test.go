@@ -78,33 +78,30 @@ func TestSafeNext(t *testing.T) {
 	}
 }
 
-func TestSessionCookie(t *testing.T) {
-	keys := deriveKeys("secret")
-	now := time.Unix(1_800_000_000, 0)
-	s := session{Subject: "key-id", Prefix: "abc", Expires: now.Add(time.Hour), ID: "sid"}
-	v := keys.encode(s)
-	if strings.Contains(v, "secret") {
-		t.Fatal("the cookie holds the secret")
+// TestSessionToken: a session cookie holds a random token and nothing
+// else; only its own form parses; the admin secret's tag and the forms'
+// tokens depend on the token and on the secret.
+func TestSessionToken(t *testing.T) {
+	token, cookie, err := newToken()
+	if err != nil {
+		t.Fatal(err)
 	}
-	got, ok := keys.decode(v, now)
-	if !ok || got.Subject != "key-id" || got.Prefix != "abc" || got.ID != "sid" || !got.Expires.Equal(s.Expires) {
-		t.Fatalf("decode = %+v %v", got, ok)
+	got, ok := parseToken(cookie)
+	if !ok || string(got) != string(token) || len(token) != tokenBytes {
+		t.Fatalf("parseToken(%q) = %x, %v; want %x", cookie, got, ok, token)
 	}
-	if _, ok := keys.decode(v, now.Add(time.Hour)); ok {
-		t.Error("an expired session decodes")
+	other, _, _ := newToken()
+	if string(other) == string(token) {
+		t.Fatal("two tokens are the same")
 	}
-	if _, ok := deriveKeys("other").decode(v, now); ok {
-		t.Error("a session of another secret decodes")
+	for _, bad := range []string{"", "v2.", "v1." + cookie[3:], cookie[:len(cookie)-2], cookie + "AA", "v2.!!!!"} {
+		if _, ok := parseToken(bad); ok {
+			t.Errorf("parseToken(%q) accepted", bad)
+		}
 	}
-	s.Subject = "admin"
-	forged := keys.encode(s)
-	payload, mac, _ := strings.Cut(v, ".")
-	forgedPayload, _, _ := strings.Cut(forged, ".")
-	if _, ok := keys.decode(forgedPayload+"."+mac, now); ok {
-		t.Error("a payload with another's MAC decodes")
-	}
-	if _, ok := keys.decode(payload, now); ok {
-		t.Error("a payload without a MAC decodes")
+	keys := deriveKeys("secret-of-sixteen+")
+	if string(keys.tag(token)) == string(keys.tag(other)) || string(keys.tag(token)) == string(deriveKeys("another-secret-16").tag(token)) {
+		t.Error("the admin tag does not depend on the token and the secret")
 	}
 	if keys.csrfToken("a") == keys.csrfToken("b") || keys.csrfToken("a") == deriveKeys("other").csrfToken("a") {
 		t.Error("CSRF tokens do not depend on the session and the secret")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/client"
+	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/engine/builtin"
 	"github.com/jobd/jobd/gateway"
@@ -59,6 +60,11 @@ type dashOptions struct {
 	Processor process.Processor
 	// Upstream is the async gateway's upstream "reports".
 	Upstream *url.URL
+	// Clock is the dashboard's (default the real one).
+	Clock clock.Clock
+	// Health is the node's queue health snapshot (web.Config.Health);
+	// nil reads the store.
+	Health func() (*store.Health, time.Time)
 	// Streams bounds the API's and the dashboard's event streams
 	// (default httpapi's).
 	Streams *httpapi.Streams
@@ -79,7 +85,7 @@ func newDash(t testing.TB, st store.Store, o dashOptions) *dash {
 	t.Helper()
 	logger := slog.New(slog.DiscardHandler)
 	apiCfg := httpapi.Config{Store: st, AdminSecret: o.Secret, Logger: logger, PollInterval: 10 * time.Millisecond, Streams: o.Streams}
-	cfg := web.Config{Store: st, AdminSecret: o.Secret, Logger: logger, ScanLimit: o.ScanLimit}
+	cfg := web.Config{Store: st, AdminSecret: o.Secret, Logger: logger, ScanLimit: o.ScanLimit, Clock: o.Clock, Health: o.Health}
 	// The one scheduler the API and the dashboard share, as in jobd serve
 	// (its ticker does not run here).
 	scheduler, err := schedule.New(schedule.Config{Store: st, Logger: logger})

@@ -55,8 +55,10 @@ type overviewData struct {
 }
 
 // read gathers the overview: the queue health snapshot (active jobs,
-// workers), which a scrape of /metrics reads too, and one indexed query
-// of the jobs finished in the window. withChart draws the charts.
+// workers), which a scrape of /metrics reads too, the queues' settings
+// (paused, limits, throttles; a small table, no job read), and one
+// indexed query of the jobs finished in the window. withChart draws the
+// charts.
 func (s *server) read(ctx context.Context, withChart bool) (*overviewData, error) {
 	h, err := s.health(ctx)
 	if err != nil {
@@ -80,19 +82,22 @@ func (s *server) read(ctx context.Context, withChart bool) (*overviewData, error
 	}
 	for _, q := range h.Queues {
 		r := row(q.Queue)
-		r.Paused, r.Queued, r.Scheduled, r.Running, r.LockBlocked = q.Paused, q.Queued, q.Scheduled, q.Running, q.LockBlocked
+		r.Queued, r.Scheduled, r.Running, r.LockBlocked = q.Queued, q.Scheduled, q.Running, q.LockBlocked
 		if q.OldestAvailable != nil {
 			r.OldestAge = humanDuration(max(h.At.Sub(*q.OldestAvailable), 0))
 		}
 	}
-	settings, err := s.settings(ctx)
+	// The settings, paused flags included, are read fresh: an action
+	// (Pause, Resume) shows at once, on every node, not at the next
+	// snapshot. The query reads no job.
+	settings, err := s.store.QueueSettings(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for _, q := range settings {
-		if r, ok := rows[q.Name]; ok {
-			r.Limits, r.Throttled = limitsText(q.Limits), throttleText(q, h.At)
-		}
+		r := row(q.Name)
+		r.Paused = q.Paused
+		r.Limits, r.Throttled = limitsText(q.Limits), throttleText(q, now)
 	}
 	perQueue := map[string][]store.Throughput{}
 	for _, t := range finished {
@@ -138,17 +143,6 @@ func (s *server) health(ctx context.Context) (*store.Health, error) {
 		}
 	}
 	return s.store.QueueHealth(ctx, store.HealthParams{})
-}
-
-// settings are the queues' settings of the node's snapshot, or a read
-// of the store when there is none yet.
-func (s *server) settings(ctx context.Context) ([]store.QueueSettings, error) {
-	if s.cfg.Settings != nil {
-		if st, ok := s.cfg.Settings(); ok {
-			return st, nil
-		}
-	}
-	return s.store.QueueSettings(ctx)
 }
 
 // overview: GET /ui/.

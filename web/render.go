@@ -22,8 +22,9 @@ type pageData struct {
 	Viewer viewer
 	// CSRF is the token of the page's forms.
 	CSRF string
-	// CanWrite: the viewer may act (admin scope); CanSubmit: repair.
-	CanWrite, CanSubmit bool
+	// CanWrite: the viewer may act (admin scope); CanSubmit: repair;
+	// CanCancel: cancel a job (cancel scope, which admin grants).
+	CanWrite, CanSubmit, CanCancel bool
 	// Message is an action's outcome, shown once.
 	Message string
 	// Here is the page's own path and query, where an action returns.
@@ -39,8 +40,8 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, v viewer, status
 		s.log.Error("web: session id", "err", err)
 	}
 	pd := pageData{
-		Title: title, Nav: name, Viewer: v, CSRF: s.sessions.csrfToken(v.sid),
-		CanWrite: v.can(scopeAdmin), CanSubmit: v.can(scopeSubmit),
+		Title: title, Nav: name, Viewer: v, CSRF: s.keys.csrfToken(v.sid),
+		CanWrite: v.can(scopeAdmin), CanSubmit: v.can(scopeSubmit), CanCancel: v.can(scopeCancel),
 		Message: r.URL.Query().Get("msg"), Here: r.URL.RequestURI(), Data: data,
 	}
 	var buf bytes.Buffer

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -16,22 +17,34 @@ import (
 
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
-// The cookies. The session cookie holds who logged in (an API key's id
-// and public prefix, or "admin" for the admin secret), its expiry and a
-// random session id, signed with HMAC-SHA256 under a key derived from
-// the admin secret: every node that shares the secret accepts it, and
-// each request still checks that the key exists (a revoked key's session
-// ends at once) and takes the key's scopes as they are now. The key
-// itself is never put in a cookie. The anonymous cookie holds only a
-// random id, that of the CSRF tokens of a browser without a session (the
-// login form; every form when authentication is off).
+// The cookies. The session cookie holds a random token of 256 bits and
+// nothing else; the session itself is a row of the store (store.Session,
+// under the token's SHA-256), which every node sharing the database
+// reads: a logout deletes it, so the cookie is refused everywhere at once,
+// even replayed. A session is the admin secret's or an API key's. The
+// admin secret's row holds an HMAC of the token under a key derived from
+// the secret (sessionKeys.tag): a node started with another secret
+// refuses it, so rotating the secret ends its sessions. A key's row names
+// the key, which the lookup joins: a revoked key's sessions end at once,
+// and each request takes the key's scopes as they are now. The key itself
+// is never put in a cookie. Each request costs one lookup of its session,
+// shared with the requests of the same session in flight (flight.Group).
+// The anonymous cookie holds only a random id, that of the CSRF tokens of
+// a browser without a session (the login form; every form when
+// authentication is off).
 const (
 	sessionCookie = "jobd_session"
 	anonCookie    = "jobd_anon"
-	adminSubject  = "admin"
-	sessionFormat = "v1"
+	// tokenPrefix starts a session cookie's value, then the token in
+	// unpadded base64url.
+	tokenPrefix = "v2."
+	tokenBytes  = 32
+	// sessionLookupTimeout bounds one shared lookup of a session.
+	sessionLookupTimeout = 10 * time.Second
 )
 
 // The scopes the dashboard's actions need: those of the matching API
@@ -40,12 +53,13 @@ const (
 	scopeRead   = api.ScopeRead
 	scopeSubmit = api.ScopeSubmit
 	scopeAdmin  = api.ScopeAdmin
+	scopeCancel = api.ScopeCancel
 )
 
-// sessionKeys are the keys derived from the admin secret: one signs the
-// session cookies, one makes the CSRF tokens.
+// sessionKeys are the keys derived from the admin secret: one makes the
+// CSRF tokens, one binds the admin secret's sessions to the secret.
 type sessionKeys struct {
-	sign, csrf []byte
+	csrf, admin []byte
 }
 
 // deriveKeys derives the keys with HMAC-SHA256 of the secret over fixed
@@ -56,51 +70,16 @@ func deriveKeys(secret string) sessionKeys {
 		m.Write([]byte(label))
 		return m.Sum(nil)
 	}
-	return sessionKeys{sign: derive("jobd dashboard session cookie v1"), csrf: derive("jobd dashboard csrf token v1")}
+	return sessionKeys{csrf: derive("jobd dashboard csrf token v1"), admin: derive("jobd dashboard admin session v2")}
 }
 
-// session is a signed cookie's content.
-type session struct {
-	Subject string // a key id, or adminSubject
-	Prefix  string // the key's public prefix ("" for the admin)
-	Expires time.Time
-	ID      string // random: what the CSRF tokens are bound to
-}
-
-func (k sessionKeys) mac(payload string) []byte {
-	m := hmac.New(sha256.New, k.sign)
-	m.Write([]byte(payload))
+// tag binds the admin secret's session of token to the secret. The
+// store keeps the tag and the token's hash, never the token, so a reader
+// of the database cannot test guesses of the secret against it.
+func (k sessionKeys) tag(token []byte) []byte {
+	m := hmac.New(sha256.New, k.admin)
+	m.Write(token)
 	return m.Sum(nil)
-}
-
-// encode signs s into a cookie value.
-func (k sessionKeys) encode(s session) string {
-	payload := strings.Join([]string{sessionFormat, s.Subject, s.Prefix, strconv.FormatInt(s.Expires.Unix(), 10), s.ID}, "|")
-	enc := base64.RawURLEncoding
-	return enc.EncodeToString([]byte(payload)) + "." + enc.EncodeToString(k.mac(payload))
-}
-
-// decode checks a cookie value's signature and expiry.
-func (k sessionKeys) decode(v string, now time.Time) (session, bool) {
-	enc := base64.RawURLEncoding
-	p64, m64, ok := strings.Cut(v, ".")
-	if !ok {
-		return session{}, false
-	}
-	payload, err1 := enc.DecodeString(p64)
-	sum, err2 := enc.DecodeString(m64)
-	if err1 != nil || err2 != nil || !hmac.Equal(sum, k.mac(string(payload))) {
-		return session{}, false
-	}
-	parts := strings.Split(string(payload), "|")
-	if len(parts) != 5 || parts[0] != sessionFormat {
-		return session{}, false
-	}
-	exp, err := strconv.ParseInt(parts[3], 10, 64)
-	if err != nil || !now.Before(time.Unix(exp, 0)) {
-		return session{}, false
-	}
-	return session{Subject: parts[1], Prefix: parts[2], Expires: time.Unix(exp, 0), ID: parts[4]}, true
 }
 
 // csrfToken is the token of the forms of session id sid.
@@ -116,6 +95,34 @@ func randomID() (string, error) {
 		return "", fmt.Errorf("random session id: %w", err)
 	}
 	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// newToken returns a fresh session token and its cookie value.
+func newToken() (token []byte, cookie string, err error) {
+	token = make([]byte, tokenBytes)
+	if _, err := rand.Read(token); err != nil {
+		return nil, "", fmt.Errorf("random session token: %w", err)
+	}
+	return token, tokenPrefix + base64.RawURLEncoding.EncodeToString(token), nil
+}
+
+// parseToken reads a session cookie's token; false for anything else,
+// which is then no session without a lookup.
+func parseToken(cookie string) ([]byte, bool) {
+	enc, ok := strings.CutPrefix(cookie, tokenPrefix)
+	if !ok {
+		return nil, false
+	}
+	token, err := base64.RawURLEncoding.DecodeString(enc)
+	return token, err == nil && len(token) == tokenBytes
+}
+
+// sessionID is the key of a session's shared lookup: its store id.
+type sessionID [sha256.Size]byte
+
+// lookupSession is the shared lookup of a session (server.sessions).
+func (s *server) lookupSession(ctx context.Context, id sessionID) (*store.Session, error) {
+	return s.store.SessionGet(ctx, id[:])
 }
 
 // viewer is who is looking: a logged-in principal, or anyone when
@@ -144,7 +151,9 @@ func (v viewer) Who() string {
 }
 
 // viewerOf reads r's session. With authentication off everyone is a
-// viewer with every scope. A session whose key was revoked is no session.
+// viewer with every scope. A session that was ended (a logout), has
+// expired, belongs to another admin secret or whose key was revoked is
+// no session.
 func (s *server) viewerOf(ctx context.Context, r *http.Request) (viewer, error) {
 	v := viewer{open: s.auth.Open()}
 	if c, err := r.Cookie(anonCookie); err == nil && c.Value != "" {
@@ -157,22 +166,25 @@ func (s *server) viewerOf(ctx context.Context, r *http.Request) (viewer, error) 
 	if err != nil {
 		return v, nil
 	}
-	sess, ok := s.sessions.decode(c.Value, s.clock.Now())
+	token, ok := parseToken(c.Value)
 	if !ok {
 		return v, nil
 	}
-	if sess.Subject == adminSubject {
-		v.loggedIn, v.principal, v.sid = true, httpapi.Principal{Admin: true}, sess.ID
+	sess, err := s.sessions.Do(ctx, sessionID(store.SessionID(token)))
+	switch {
+	case errors.Is(err, job.ErrNotFound):
 		return v, nil
+	case err != nil:
+		return v, fmt.Errorf("look up the dashboard session: %w", err)
+	case sess.Key != nil:
+		p := httpapi.KeyPrincipal(sess.Key)
+		if p.Limited() {
+			return v, nil // a key limited to queues never logs in
+		}
+		v.loggedIn, v.principal, v.sid = true, p, c.Value
+	case hmac.Equal(sess.SecretTag, s.keys.tag(token)):
+		v.loggedIn, v.principal, v.sid = true, httpapi.Principal{Admin: true}, c.Value
 	}
-	p, ok, err := s.auth.Key(ctx, sess.Prefix)
-	if err != nil {
-		return v, err
-	}
-	if !ok || p.KeyID != sess.Subject {
-		return v, nil // revoked
-	}
-	v.loggedIn, v.principal, v.sid = true, p, sess.ID
 	return v, nil
 }
 
@@ -228,7 +240,8 @@ type loginData struct {
 }
 
 // login: POST /ui/login, the key once. Its origin and token are checked
-// as every action's; a key that cannot read is refused.
+// as every action's; a client that failed too often must wait (429, with
+// Retry-After; throttle.go); a key that cannot read is refused.
 func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	v, err := s.viewerOf(r.Context(), r)
 	if err != nil {
@@ -243,6 +256,14 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/ui/", http.StatusSeeOther)
 		return
 	}
+	client := clientOf(r)
+	if wait := s.logins.begin(client); wait > 0 {
+		secs := int((wait + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		s.renderLogin(w, r, v, http.StatusTooManyRequests,
+			fmt.Sprintf("Too many failed logins from your address: try again in %d s.", secs))
+		return
+	}
 	p, ok, err := s.auth.Identify(r.Context(), strings.TrimSpace(r.PostFormValue("key")))
 	switch {
 	case err != nil:
@@ -251,25 +272,47 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	case !ok:
 		s.renderLogin(w, r, v, http.StatusUnauthorized, "That is not a valid key.")
 		return
+	}
+	s.logins.succeeded(client) // a valid credential, if not one that may read
+	switch {
 	case !p.Grants(scopeRead):
 		s.renderLogin(w, r, v, http.StatusForbidden, "That key cannot read (it needs the read or admin scope).")
 		return
+	case p.Limited():
+		s.renderLogin(w, r, v, http.StatusForbidden, "That key is limited to queues; the dashboard shows every queue, so it needs a key of every queue.")
+		return
 	}
-	id, err := randomID()
+	token, cookie, err := newToken()
 	if err != nil {
 		s.fail(w, r, &v, err)
 		return
 	}
-	sess := session{Subject: adminSubject, Expires: s.clock.Now().Add(s.cfg.SessionTTL), ID: id}
-	if !p.Admin {
-		sess.Subject, sess.Prefix = p.KeyID, p.Prefix
+	sess := store.Session{ID: store.SessionID(token)}
+	if p.Admin {
+		sess.SecretTag = s.keys.tag(token)
+	} else {
+		sess.KeyID = p.KeyID
 	}
-	http.SetCookie(w, s.cookie(r, sessionCookie, s.sessions.encode(sess), int(s.cfg.SessionTTL/time.Second)))
+	if _, err := s.store.SessionCreate(r.Context(), sess, s.cfg.SessionTTL); err != nil {
+		s.fail(w, r, &v, err)
+		return
+	}
+	http.SetCookie(w, s.cookie(r, sessionCookie, cookie, int(s.cfg.SessionTTL/time.Second)))
 	http.Redirect(w, r, safeNext(r.PostFormValue("next")), http.StatusSeeOther)
 }
 
-// logout: POST /ui/logout.
+// logout: POST /ui/logout. It deletes the session from the store, so
+// that its cookie, replayed, is refused by every node; a store that fails
+// fails the logout (the session would live on).
 func (s *server) logout(w http.ResponseWriter, r *http.Request, v viewer) error {
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		if token, ok := parseToken(c.Value); ok {
+			err := s.store.SessionDelete(r.Context(), store.SessionID(token))
+			if err != nil && !errors.Is(err, job.ErrNotFound) {
+				return fmt.Errorf("end the dashboard session: %w", err)
+			}
+		}
+	}
 	http.SetCookie(w, s.cookie(r, sessionCookie, "", -1))
 	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
 	return nil
@@ -305,7 +348,7 @@ func (s *server) checkForm(r *http.Request, v viewer) error {
 		return badRequest("the form does not parse: %v", err)
 	}
 	token := r.PostFormValue("csrf")
-	if v.sid == "" || subtle.ConstantTimeCompare([]byte(token), []byte(s.sessions.csrfToken(v.sid))) != 1 {
+	if v.sid == "" || subtle.ConstantTimeCompare([]byte(token), []byte(s.keys.csrfToken(v.sid))) != 1 {
 		return errCrossOrigin
 	}
 	return nil

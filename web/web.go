@@ -12,9 +12,11 @@
 // the overview's counts from one summary endpoint.
 //
 // Authentication: with an admin secret, the dashboard asks for a key once
-// and keeps a session in a signed cookie; every form that changes state
-// carries a token bound to the session and is refused (403) when it comes
-// from another origin (both in session.go).
+// and keeps a session in the store, named by a random token in a cookie;
+// a logout ends it on every node. Failed logins are slowed per client
+// (throttle.go). Every form that changes state carries a token bound to
+// the session and is refused (403) when it comes from another origin
+// (session.go).
 package web
 
 import (
@@ -30,6 +32,7 @@ import (
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/gateway"
 	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/internal/flight"
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/schedule"
 	"github.com/jobd/jobd/store"
@@ -56,7 +59,8 @@ type Config struct {
 	// Store is required.
 	Store store.Store
 	// AdminSecret turns authentication on, as it does for the API; the
-	// session cookies are signed with a key derived from it.
+	// sessions begun with it are bound to it (another secret refuses
+	// them), and the forms' tokens are made with a key derived from it.
 	AdminSecret string
 	// JobStream serves a job's event stream (httpapi.NewJobStream, with
 	// the request's path value "id"); required.
@@ -65,10 +69,6 @@ type Config struct {
 	// metrics (telemetry.Health.Snapshot); nil, or a snapshot not taken
 	// yet, reads the store's QueueHealth instead.
 	Health func() (*store.Health, time.Time)
-	// Settings returns the queues' settings (flow control, throttles) of
-	// that snapshot (telemetry.Health.Settings), false when it has none
-	// yet; nil, or false, reads the store's QueueSettings instead.
-	Settings func() ([]store.QueueSettings, bool)
 	// Leading reports whether this node leads maintenance; nil: unknown.
 	Leading func() bool
 	// Processes runs the durable processes; nil when there are none.
@@ -78,7 +78,8 @@ type Config struct {
 	// Schedules applies the rules of the periodic schedules (the one the
 	// API uses); nil: the dashboard shows none.
 	Schedules *schedule.Scheduler
-	// SessionTTL is how long a login lasts; default 12h.
+	// SessionTTL is how long a login lasts; default 12h, at most
+	// store.MaxSessionTTL.
 	SessionTTL time.Duration
 	// ThroughputWindow is how far back the overview's chart goes, by the
 	// minute; default 15m.
@@ -113,10 +114,13 @@ func (c Config) withDefaults() Config {
 
 // server holds the dashboard's dependencies.
 type server struct {
-	cfg      Config
-	store    store.Store
-	auth     *httpapi.Authorizer
-	sessions sessionKeys
+	cfg   Config
+	store store.Store
+	auth  *httpapi.Authorizer
+	keys  sessionKeys
+	// sessions shares the lookups of a session among its requests.
+	sessions *flight.Group[sessionID, *store.Session]
+	logins   *loginThrottle
 	pages    map[string]*template.Template
 	log      *slog.Logger
 	clock    clock.Clock
@@ -132,15 +136,20 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.JobStream == nil {
 		return nil, errors.New("web: Config.JobStream is required")
 	}
+	if cfg.SessionTTL > store.MaxSessionTTL {
+		return nil, fmt.Errorf("web: Config.SessionTTL must be at most %s", store.MaxSessionTTL)
+	}
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err
 	}
 	s := &server{
 		cfg: cfg, store: cfg.Store, pages: pages, log: cfg.Logger, clock: cfg.Clock,
-		auth:     httpapi.NewAuthorizer(cfg.Store, cfg.AdminSecret),
-		sessions: deriveKeys(cfg.AdminSecret),
+		auth:   httpapi.NewAuthorizer(cfg.Store, cfg.AdminSecret),
+		keys:   deriveKeys(cfg.AdminSecret),
+		logins: newLoginThrottle(cfg.Clock),
 	}
+	s.sessions = flight.New(s.lookupSession, sessionLookupTimeout)
 	return s.routes(), nil
 }
 
@@ -173,7 +182,7 @@ func (s *server) routes() http.Handler {
 	mux.HandleFunc("GET /ui/jobs/{id}", s.page(s.job))
 	mux.HandleFunc("GET /ui/jobs/{id}/items", s.page(s.items))
 	mux.HandleFunc("GET /ui/jobs/{id}/stream", s.page(s.stream))
-	mux.HandleFunc("POST /ui/jobs/{id}/cancel", s.action(scopeAdmin, s.cancel))
+	mux.HandleFunc("POST /ui/jobs/{id}/cancel", s.action(scopeCancel, s.cancel))
 	mux.HandleFunc("POST /ui/jobs/{id}/retry", s.action(scopeAdmin, s.retry))
 
 	mux.HandleFunc("POST /ui/jobs/{id}/rerun", s.action(scopeAdmin, s.rerun))

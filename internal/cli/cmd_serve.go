@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/engine/builtin"
@@ -118,6 +119,21 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.http.register(fs)
 }
 
+// minAdminSecret is the length, in characters, under which jobd serve
+// refuses an admin secret: it has every scope, and the API and the
+// dashboard's login can be asked to try guesses of it.
+const minAdminSecret = 16
+
+// checkAdminSecret refuses an admin secret under minAdminSecret
+// characters (a usage error); none at all turns authentication off. The
+// message names the flag and its variable, never the secret.
+func checkAdminSecret(secret string) error {
+	if n := utf8.RuneCountInString(secret); secret != "" && n < minAdminSecret {
+		return usageError("--admin-secret (JOBD_ADMIN_SECRET) must be at least %d characters, got %d: choose a long random one (openssl rand -hex 32)", minAdminSecret, n)
+	}
+	return nil
+}
+
 // gatewayQueue adds the gateway's worker pool to queues unless --workers
 // configures one already.
 func (f *serveFlags) gatewayQueue(queues []engine.QueueConfig) []engine.QueueConfig {
@@ -152,6 +168,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	}
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return usageError("--tls-cert and --tls-key go together")
+	}
+	if err := checkAdminSecret(f.adminSecret); err != nil {
+		return err
 	}
 	queues, err := engine.ParseQueues([]byte(f.workers))
 	if err != nil {

@@ -29,7 +29,7 @@ func TestServeWritesConfiguredLimits(t *testing.T) {
 	exit := make(chan int, 1)
 	go func() {
 		exit <- Main(ctx, []string{"serve", "--database", "sqlite:" + filepath.Join(t.TempDir(), "jobd.db"), "--listen", "127.0.0.1:0",
-			"--admin-secret", "admin-secret", "--workers",
+			"--admin-secret", "flow-admin-secret-16", "--workers",
 			`[{"queue":"api","concurrency":2,"global_limit":5,"rate":{"limit":100,"period":"1m"}},{"queue":"default","concurrency":1}]`}, env)
 	}()
 	defer func() {
@@ -54,7 +54,7 @@ func TestServeWritesConfiguredLimits(t *testing.T) {
 	})
 	var stdout strings.Builder
 	lenv := &Env{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: io.Discard, Getenv: func(k string) string {
-		return map[string]string{"JOBD_SERVER": base, "JOBD_KEY": "admin-secret"}[k]
+		return map[string]string{"JOBD_SERVER": base, "JOBD_KEY": "flow-admin-secret-16"}[k]
 	}}
 	if code := Main(ctx, []string{"queues"}, lenv); code != 0 || !strings.Contains(stdout.String(), "global_limit=5 rate=100/1m") {
 		t.Errorf("jobd queues: exit %d, printed %q", code, stdout.String())

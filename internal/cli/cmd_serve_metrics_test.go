@@ -19,7 +19,7 @@ func TestServeMetrics(t *testing.T) {
 		stderr := &lockedBuffer{}
 		env := &Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderr, Getenv: func(string) string { return "" }}
 		args := []string{"serve", "--database", "sqlite:" + filepath.Join(t.TempDir(), "jobd.db"), "--listen", "127.0.0.1:0",
-			"--admin-secret", "s3cret-admin", "--metrics-listen", "127.0.0.1:0"}
+			"--admin-secret", "s3cret-admin-of-metrics", "--metrics-listen", "127.0.0.1:0"}
 		if public {
 			args = append(args, "--metrics-public")
 		}
@@ -32,7 +32,7 @@ func TestServeMetrics(t *testing.T) {
 			t.Fatalf("no metrics address logged: %s", stderr)
 		}
 		for _, url := range []string{base + "/metrics", "http://" + metricsAddr[1] + "/metrics"} {
-			for _, cred := range []string{"", "s3cret-admin"} {
+			for _, cred := range []string{"", "s3cret-admin-of-metrics"} {
 				req, _ := http.NewRequest("GET", url, nil)
 				if cred != "" {
 					req.Header.Set("Authorization", "Bearer "+cred)

@@ -120,3 +120,39 @@ func TestServeGatewayFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestServeWeakAdminSecret: jobd serve refuses an admin secret under 16
+// characters, given by the flag or the variable, as a usage error (exit
+// 2) whose message names both and the minimum, not the secret; 16
+// characters (not bytes) pass the check.
+func TestServeWeakAdminSecret(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		env  string
+	}{
+		{[]string{"--admin-secret", "s3cret"}, ""},
+		{nil, "fifteen-chars-x"},
+		{nil, "ééééééééééééééé"}, // 15 characters, 30 bytes
+	} {
+		var stderr bytes.Buffer
+		env := &Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &stderr, Getenv: func(k string) string {
+			return map[string]string{"JOBD_ADMIN_SECRET": c.env}[k]
+		}}
+		all := append([]string{"serve", "--database", "sqlite:" + filepath.Join(t.TempDir(), "jobd.db"), "--listen", "127.0.0.1:0"}, c.args...)
+		code := Main(context.Background(), all, env)
+		msg := stderr.String()
+		if code != 2 || !strings.Contains(msg, "--admin-secret (JOBD_ADMIN_SECRET) must be at least 16 characters") {
+			t.Errorf("serve %v, env %q: exit %d, %q; want 2 and a message naming the flag, the variable and 16", c.args, c.env, code, msg)
+		}
+		for _, secret := range append(c.args, c.env) {
+			if secret != "" && secret != "--admin-secret" && strings.Contains(msg, secret) {
+				t.Errorf("the message shows the secret: %q", msg)
+			}
+		}
+	}
+	for _, ok := range []string{"", "0123456789abcdef", "éééééééééééééééé"} {
+		if err := checkAdminSecret(ok); err != nil {
+			t.Errorf("checkAdminSecret(%q): %v", ok, err)
+		}
+	}
+}

@@ -38,8 +38,13 @@ func TestClientCommands(t *testing.T) {
 			t.Fatalf("submit printed %q", out)
 		}
 		id := m[1]
-		if out := must("submit", "--queue", "mail", "--idempotency-key", "once", "send"); out != id+" exists (queued)\n" {
+		if out := must("submit", "--queue", "mail", "--priority", "5", "--idempotency-key", "once", "send", `{"to":"a@b.c"}`); out != id+" exists (queued)\n" {
 			t.Errorf("resubmit printed %q", out)
+		}
+		// The key with another request: refused, naming nothing of the job.
+		if code, _, errOut := s.run(t, "submit", "--queue", "mail", "--idempotency-key", "once", "send"); code == 0 ||
+			!strings.Contains(errOut, "idempotency key was used before with a different request") || strings.Contains(errOut, id) {
+			t.Errorf("resubmit with another request: exit %d, stderr %q", code, errOut)
 		}
 		var j api.Job
 		if err := json.Unmarshal([]byte(must("submit", "--json", "--delay", "1h", "other")), &j); err != nil || j.Kind != "other" || j.State != api.StateQueued {

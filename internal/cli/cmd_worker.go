@@ -66,7 +66,7 @@ func runWorker(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&f.exec, "exec", "", "command run once per job by /bin/sh -c")
 	fs.DurationVar(&f.claimWait, "claim-wait", 30*time.Second, "long-poll of one claim")
 	fs.DurationVar(&f.heartbeat, "heartbeat-interval", 10*time.Second, "heartbeat and lease renewal period")
-	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long running commands may finish before they are killed and their jobs released (queued again, the attempt not counted)")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 20*time.Second, "on SIGTERM, how long running commands may finish before they are killed and their jobs released (queued again, the attempt not counted)")
 	fs.DurationVar(&f.throttle, "throttle", defaultThrottle, "how long a command's exit code 75 (EX_TEMPFAIL) throttles its job's queue or partition when it printed no \"jobd-throttle: DURATION\" line (0: exit code 75 is an ordinary failure)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	if err := parseFlags(fs, env, args); err != nil {

@@ -24,7 +24,7 @@ func withDashboard(apiCfg httpapi.Config, api http.Handler, health *telemetry.He
 	}
 	ui, err := web.New(web.Config{
 		Store: apiCfg.Store, AdminSecret: apiCfg.AdminSecret, JobStream: stream,
-		Health: health.Snapshot, Settings: health.Settings, Leading: eng.Leading, Processes: apiCfg.Processes, Async: gw,
+		Health: health.Snapshot, Leading: eng.Leading, Processes: apiCfg.Processes, Async: gw,
 		Schedules: apiCfg.Schedules,
 		Logger:    logger,
 	})

@@ -91,6 +91,8 @@ func fromError(err error) (*api.Problem, bool) {
 		return New(api.ProblemWrongState, "", job.ErrWrongState.Error()), true
 	case errors.Is(err, store.ErrScheduleConfigured):
 		return New(api.ProblemWrongState, "name", store.ErrScheduleConfigured.Error()), true
+	case errors.Is(err, job.ErrIdempotencyMismatch):
+		return New(api.ProblemIdempotencyMismatch, "idempotency_key", IdempotencyMismatchDetail), true
 	case errors.Is(err, job.ErrDuplicate):
 		return New(api.ProblemDuplicate, "", job.ErrDuplicate.Error()), true
 	case errors.Is(err, process.ErrProcessor):
@@ -107,6 +109,10 @@ func fromError(err error) (*api.Problem, bool) {
 	}
 	return nil, false
 }
+
+// IdempotencyMismatchDetail is the detail of every idempotency-mismatch
+// answer: it names nothing of the job the key names (no id, no state).
+const IdempotencyMismatchDetail = "this idempotency key was used before with a different request (another queue, kind, args or other member that decides the job); send the same request again, or use a new key"
 
 // leaseLostDetail is the detail of every lease-lost answer.
 const leaseLostDetail = "the lease is not held: it expired and the job was claimed again, or the job was canceled or finished"

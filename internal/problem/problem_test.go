@@ -42,6 +42,7 @@ func TestFromError(t *testing.T) {
 		{wrap(process.ErrNotError), api.ProblemWrongState, ""},
 		{wrap(process.ErrZombie), api.ProblemWrongState, ""},
 		{wrap(job.ErrDuplicate), api.ProblemDuplicate, ""},
+		{wrap(job.ErrIdempotencyMismatch), api.ProblemIdempotencyMismatch, "idempotency_key"},
 		{wrap(job.ErrLeaseLost), api.ProblemLeaseLost, "lease_token"},
 		{problem.Errorf(api.ProblemCanceled, "", "canceled"), api.ProblemCanceled, ""},
 		{errors.New("disk on fire"), api.ProblemInternal, ""},

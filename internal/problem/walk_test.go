@@ -262,8 +262,7 @@ func walk(t *testing.T, driver string) {
 	decode(t, n.do("POST", "/api/v1/jobs", twin), &canceled)
 	decode(t, n.do("POST", "/api/v1/jobs/"+canceled.ID.String()+"/cancel", ""), nil)
 	decode(t, n.do("POST", "/api/v1/jobs", twin), nil)
-	// A job whose idempotency key is the one a gateway key "dup" becomes.
-	decode(t, n.do("POST", "/api/v1/jobs", `{"queue":"idle","kind":"k","idempotency_key":"gateway:dup"}`), nil)
+	decode(t, n.do("POST", "/api/v1/jobs", `{"queue":"idle","kind":"k","idempotency_key":"walk"}`), nil)
 	decode(t, n.do("POST", "/api/v1/processes/c/p", ""), nil)
 	decode(t, n.do("POST", "/api/v1/processes/c/q", ""), nil)
 
@@ -278,6 +277,7 @@ func walk(t *testing.T, driver string) {
 		}
 	}
 	pending := n.asyncRequest()
+	decode(t, n.do("POST", "/gw/up/echo", "first", "X-Async: store", "Idempotency-Key: walk"), nil)
 
 	apiSteps := []step{
 		{api.ProblemBadRequest, "malformed JSON", func() *http.Response { return n.do("POST", "/api/v1/jobs", `{`) }},
@@ -317,6 +317,9 @@ func walk(t *testing.T, driver string) {
 		{api.ProblemTaskTimeout, "a task still running", func() *http.Response {
 			return n.do("POST", "/api/v1/processes/c/q/call?timeout=20ms", `{"args":{"block":true}}`)
 		}},
+		{api.ProblemIdempotencyMismatch, "a key reused with other args", func() *http.Response {
+			return n.do("POST", "/api/v1/jobs", `{"queue":"idle","kind":"k","idempotency_key":"walk","args":{"n":1}}`)
+		}},
 		{api.ProblemTooManyRequests, "a stream past the node's cap", func() *http.Response {
 			return streamPastCap(t, n.st, queued.ID)
 		}},
@@ -336,8 +339,8 @@ func walk(t *testing.T, driver string) {
 		{api.ProblemWrongState, "delete of a pending request", func() *http.Response {
 			return n.do("DELETE", "/_api/job/"+pending.String(), "")
 		}},
-		{api.ProblemDuplicate, "a key of another job", func() *http.Response {
-			return n.do("POST", "/gw/up/echo", "", "X-Async: store", "Idempotency-Key: dup")
+		{api.ProblemIdempotencyMismatch, "a key reused with another body", func() *http.Response {
+			return n.do("POST", "/gw/up/echo", "second", "X-Async: store", "Idempotency-Key: walk")
 		}},
 		{api.ProblemCanceled, "result of a canceled request", func() *http.Response {
 			return n.do("PUT", "/_api/job/"+gone[1].String(), "")
@@ -377,8 +380,8 @@ func walk(t *testing.T, driver string) {
 	}
 	for _, typ := range []string{
 		api.ProblemBadRequest, api.ProblemTooLarge, api.ProblemUnauthorized, api.ProblemForbidden, api.ProblemNotFound,
-		api.ProblemMethodNotAllowed, api.ProblemWrongState, api.ProblemDuplicate, api.ProblemCanceled, api.ProblemInternal,
-		api.ProblemUpstreamFailed, api.ProblemUpstreamTimeout, api.ProblemBusy,
+		api.ProblemMethodNotAllowed, api.ProblemWrongState, api.ProblemCanceled, api.ProblemInternal,
+		api.ProblemUpstreamFailed, api.ProblemUpstreamTimeout, api.ProblemBusy, api.ProblemIdempotencyMismatch,
 	} {
 		if !seen["gateway"][typ] {
 			t.Errorf("no request through the gateway produced %s", typ)

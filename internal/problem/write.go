@@ -20,6 +20,12 @@ const RetryAfter = 5 * time.Second
 // path) and answered as an internal error, unless r's caller went away:
 // then nobody reads the answer, and none is written.
 func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, msg string, err error) {
+	WriteErrorDocument(w, r, log, msg, err, nil)
+}
+
+// WriteErrorDocument answers err as WriteError does, with doc(p) as the
+// body: p with extension members (see WriteDocument); nil doc writes p.
+func WriteErrorDocument(w http.ResponseWriter, r *http.Request, log *slog.Logger, msg string, err error, doc func(*api.Problem) any) {
 	p, ok := fromError(err)
 	if !ok {
 		if r.Context().Err() != nil {
@@ -28,7 +34,11 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, msg st
 		log.Error(msg, "method", r.Method, "path", r.URL.Path, "err", err)
 		p = FromError(err)
 	}
-	Write(w, p)
+	if doc == nil {
+		Write(w, p)
+		return
+	}
+	WriteDocument(w, p, doc(p))
 }
 
 // Write answers p as a problem document.

@@ -39,14 +39,17 @@ const maxFindings = 30
 //   - nothing answers 5xx (but a process task's 504 task-timeout, which
 //     says the task goes on);
 //   - every 4xx is a problem document whose type is one of
-//     api.ProblemKinds, with that kind's status; a 401 says
-//     WWW-Authenticate; a JSON answer is valid JSON;
+//     api.ProblemKinds, with that kind's status, and on the gateway's
+//     ArangoDB routes (x-problem-members) ArangoDB's members too; a 401
+//     says WWW-Authenticate; a JSON answer is valid JSON;
 //   - 401 or 403 exactly when the credential lacks the declared scope,
 //     decided before any store call but the credential's lookup;
 //   - a refused write changed nothing: the database's fingerprint is the
 //     same after it (compared after every refusal that called a store
 //     method that writes, and one in four of the others, whose recorded
 //     store calls already show they wrote nothing);
+//   - a request that names, in a job's queue, kind or keys, what only
+//     jobd may insert (the "reserved name" mutation) is never accepted;
 //   - no answer and no log line carries a secret: the admin secret, the
 //     upstream's password, any key's secret part, or a lease token other
 //     than those a claim hands to its caller.
@@ -134,7 +137,7 @@ func (f *fuzz) run(budget int) {
 
 // readCalls are the store methods that write nothing.
 var readCalls = []string{
-	"Ping", "JobGet", "JobList", "JobEvents", "QueueList", "KeyList", "KeyByPrefix",
+	"Ping", "SchemaVersion", "JobGet", "JobList", "JobEvents", "QueueList", "QueueDepth", "KeyList", "KeyByPrefix",
 	"WorkerGet", "WorkerList", "ProcessGet", "ProcessList",
 }
 
@@ -202,6 +205,7 @@ func (f *fuzz) one(d *draft) {
 	f.statuses[a.status]++
 	f.checkStatus(d, a)
 	f.checkAuth(d, a)
+	f.checkReserved(d, a)
 	if write && a.status >= 400 && a.status < 500 && !decidedByTask(req.method, op, a) {
 		// A refusal that called the store for reads only cannot have
 		// written: its fingerprint is compared one time in four, the
@@ -234,6 +238,8 @@ func (f *fuzz) checkStatus(d *draft, a *answer) {
 			f.find("4xx not a problem document", d, a, err.Error())
 		} else if k, known := api.LookupProblem(p.Type); !known || k.Status != a.status || p.Status != a.status || p.Title != k.Title {
 			f.find("problem of no known kind", d, a, fmt.Sprintf("%+v", p))
+		} else if missing := missingMembers(d.op, a); missing != "" {
+			f.find("problem without its route's members", d, a, missing)
 		}
 		if a.status == 401 && !strings.HasPrefix(a.header.Get("WWW-Authenticate"), "Bearer") {
 			f.find("401 without WWW-Authenticate", d, a, "")
@@ -243,13 +249,38 @@ func (f *fuzz) checkStatus(d *draft, a *answer) {
 	}
 }
 
+// missingMembers names what a problem answer of op lacks of the members
+// its route declares (ProblemMembers: ArangoDB's error, errorNum,
+// errorMessage and code, the last the status); "" when nothing.
+func missingMembers(op *operation, a *answer) string {
+	if len(op.ProblemMembers) == 0 || noRoute(a) {
+		return ""
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(a.body, &doc); err != nil {
+		return err.Error()
+	}
+	for _, m := range op.ProblemMembers {
+		if _, ok := doc[m]; !ok {
+			return "no " + m
+		}
+	}
+	if code, ok := doc["code"]; ok && string(code) != strconv.Itoa(a.status) {
+		return "code " + string(code) + " is not the status"
+	}
+	if e, ok := doc["error"]; ok && string(e) != "true" {
+		return "error is " + string(e)
+	}
+	return ""
+}
+
 // checkAuth: 401/403 exactly when the credential lacks the scope, and
 // then no store call but the credential's lookup.
 func (f *fuzz) checkAuth(d *draft, a *answer) {
 	if a.status >= 300 && a.status < 400 || a.status == 405 || noRoute(a) || d.method != "" {
 		return // the request no longer names the operation
 	}
-	refused := a.status == 401 || a.status == 403
+	refused := (a.status == 401 || a.status == 403) && !queueRefusal(d, a)
 	switch ok := passes(d.op, d.cred); {
 	case ok && refused:
 		f.find("credential refused", d, a, "")
@@ -265,6 +296,19 @@ func (f *fuzz) checkAuth(d *draft, a *answer) {
 			}
 		}
 	}
+}
+
+// queueRefusal reports whether a is a 403 that the request's queues
+// decided, not its credential: a submission to a queue outside the key's
+// (naming queue), or a claim of a queue outside the worker's or of one
+// of jobd's own (naming queues, on a worker route, where no key's queue
+// limit is checked).
+func queueRefusal(d *draft, a *answer) bool {
+	var p api.Problem
+	if a.status != 403 || json.Unmarshal(a.body, &p) != nil {
+		return false
+	}
+	return p.Field == "queue" || p.Field == "queues" && strings.HasPrefix(d.op.Path, "/api/v1/worker/")
 }
 
 // noRoute reports whether a is the API's answer to a path no route has.

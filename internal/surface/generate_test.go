@@ -66,6 +66,9 @@ type draft struct {
 	method string
 	// changes names what the mutations did, for the messages.
 	changes []string
+	// reserved names the member ("queue", "job.kind") in which a
+	// mutation put what only jobd may insert.
+	reserved string
 }
 
 // member is one member of a body object, its value as JSON text (which
@@ -82,6 +85,9 @@ type credential struct {
 	grants func(scope string) bool
 	// invalid: a 401 (not a 403) when it does not pass.
 	invalid bool
+	// limited: a key limited to queues, which passes only the
+	// operations of one queue's jobs (operation.QueueScoped).
+	limited bool
 }
 
 // credentialSet is every kind of credential the tests send.
@@ -89,27 +95,33 @@ func (c credentials) all() []credential {
 	never := func(string) bool { return false }
 	nonWorker := func(scope string) bool { return scope != api.ScopeWorker }
 	only := func(s string) func(string) bool { return func(scope string) bool { return scope == s } }
+	among := func(s ...string) func(string) bool {
+		return func(scope string) bool { return slices.Contains(s, scope) }
+	}
 	zeros := "jobd_000000000000_" + strings.Repeat("0", 64)
 	return []credential{
-		{"no credential", "", never, true},
-		{"malformed (Basic)", "Basic " + c.admin, never, true},
-		{"malformed (Bearer alone)", "Bearer", never, true},
-		{"malformed (two words)", "Bearer " + c.read + " " + c.read, never, true},
-		{"wrong key", "Bearer " + zeros, never, true},
-		{"wrong secret", "Bearer " + c.admin + "x", never, true},
-		{"revoked key", "Bearer " + c.revoked, never, true},
-		{"submit key", "Bearer " + c.submit, only(api.ScopeSubmit), false},
-		{"read key", "Bearer " + c.read, only(api.ScopeRead), false},
-		{"admin key", "Bearer " + c.adminKey, nonWorker, false},
-		{"worker key", "Bearer " + c.worker, only(api.ScopeWorker), false},
-		{"disabled worker's key", "Bearer " + c.disabledWorker, never, false},
-		{"admin secret", "Bearer " + c.admin, nonWorker, false},
+		{"no credential", "", never, true, false},
+		{"malformed (Basic)", "Basic " + c.admin, never, true, false},
+		{"malformed (Bearer alone)", "Bearer", never, true, false},
+		{"malformed (two words)", "Bearer " + c.read + " " + c.read, never, true, false},
+		{"wrong key", "Bearer " + zeros, never, true, false},
+		{"wrong secret", "Bearer " + c.admin + "x", never, true, false},
+		{"revoked key", "Bearer " + c.revoked, never, true, false},
+		{"submit key", "Bearer " + c.submit, only(api.ScopeSubmit), false, false},
+		{"read key", "Bearer " + c.read, only(api.ScopeRead), false, false},
+		{"admin key", "Bearer " + c.adminKey, nonWorker, false, false},
+		{"cancel key", "Bearer " + c.cancel, only(api.ScopeCancel), false, false},
+		{"queue-limited submit,read,cancel key", "Bearer " + c.limited, among(api.ScopeSubmit, api.ScopeRead, api.ScopeCancel), false, true},
+		{"worker key", "Bearer " + c.worker, only(api.ScopeWorker), false, false},
+		{"queue-limited worker's key", "Bearer " + c.limitedWorker, only(api.ScopeWorker), false, false},
+		{"disabled worker's key", "Bearer " + c.disabledWorker, never, false, false},
+		{"admin secret", "Bearer " + c.admin, nonWorker, false, false},
 	}
 }
 
 // passes reports whether cred passes op's authentication.
 func passes(op *operation, cred credential) bool {
-	return op.Scope == "" || cred.grants(op.Scope)
+	return op.Scope == "" || cred.grants(op.Scope) && (!cred.limited || op.QueueScoped)
 }
 
 // credFor picks a credential that passes op.

@@ -85,6 +85,7 @@ var mutations = []mutation{
 	{"rule-breaking value", mutateRuleBreaking},
 	{"rule-breaking value", mutateRuleBreaking},
 	{"method", mutateMethod},
+	{"reserved name", mutateReserved},
 }
 
 func mutateMethod(g *generator, d *draft) bool {

@@ -59,6 +59,9 @@ const (
 	// heldQueue is the queue of the job the fixture worker holds, which no
 	// generated request names.
 	heldQueue = "fuzz-held"
+	// limitedQueues are the queues of the fixture key limited to queues:
+	// every queue a generated submission names (generator.value).
+	limitedQueues = `["default","fuzz-a","` + workQueue + `"]`
 	// maxBody is the node's request body limit: twice the default, so
 	// that a 1 MiB string reaches the handlers' own limits.
 	maxBody = 2 << 20
@@ -92,8 +95,11 @@ type credentials struct {
 	admin          string // the admin secret
 	submit, read   string // keys of one scope
 	adminKey       string
+	cancel         string // a key of scope cancel alone
+	limited        string // a key of submit, read and cancel limited to the generator's queues (limitedQueues)
 	revoked        string // a key created, then revoked
 	worker         string // the key of an enabled worker
+	limitedWorker  string // the key of a worker registered with queues [workQueue]
 	disabledWorker string // the key of a disabled worker
 	workerID       string // the enabled worker's id
 	disabledID     string
@@ -245,6 +251,11 @@ func (n *node) fixtures() {
 	n.creds.submit, _ = key(api.ScopeSubmit)
 	n.creds.read, _ = key(api.ScopeRead)
 	n.creds.adminKey, _ = key(api.ScopeAdmin)
+	n.creds.cancel, _ = key(api.ScopeCancel)
+	var lk api.Key
+	n.mustJSON("POST", "/api/v1/keys", `{"name":"fixture limited","scopes":["submit","read","cancel"],"queues":`+limitedQueues+`}`, 201, &lk)
+	n.secrets.addKey(lk.Key)
+	n.creds.limited = lk.Key
 	var id string
 	n.creds.revoked, id = key(api.ScopeAdmin)
 	n.mustJSON("DELETE", "/api/v1/keys/"+id, "", 204, nil)
@@ -256,6 +267,10 @@ func (n *node) fixtures() {
 		return w.APIKey, w.WorkerID
 	}
 	n.creds.worker, n.creds.workerID = worker("fixture worker")
+	var lw api.WorkerCreated
+	n.mustJSON("POST", "/api/v1/workers", `{"name":"fixture limited worker","queues":["`+workQueue+`"]}`, 201, &lw)
+	n.secrets.addKey(lw.APIKey)
+	n.creds.limitedWorker = lw.APIKey
 	n.creds.disabledWorker, n.creds.disabledID = worker("fixture disabled worker")
 	n.mustJSON("POST", "/api/v1/workers/"+n.creds.disabledID+"/disable", "", 200, nil)
 }

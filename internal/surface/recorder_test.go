@@ -60,7 +60,12 @@ func note(ctx context.Context, method string) {
 
 func (r recorder) Migrate(ctx context.Context) error { note(ctx, "Migrate"); return r.st.Migrate(ctx) }
 func (r recorder) Ping(ctx context.Context) error    { note(ctx, "Ping"); return r.st.Ping(ctx) }
-func (r recorder) Close() error                      { return r.st.Close() }
+
+func (r recorder) SchemaVersion(ctx context.Context) (store.SchemaVersion, error) {
+	note(ctx, "SchemaVersion")
+	return r.st.SchemaVersion(ctx)
+}
+func (r recorder) Close() error { return r.st.Close() }
 
 func (r recorder) JobInsertMany(ctx context.Context, params []job.InsertParams) ([]store.InsertResult, error) {
 	note(ctx, "JobInsertMany")
@@ -193,6 +198,11 @@ func (r recorder) JobPruneQueue(ctx context.Context, queue string, before time.T
 func (r recorder) JobTake(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 	note(ctx, "JobTake")
 	return r.st.JobTake(ctx, id)
+}
+
+func (r recorder) QueueDepth(ctx context.Context, queue string) (store.QueueDepth, error) {
+	note(ctx, "QueueDepth")
+	return r.st.QueueDepth(ctx, queue)
 }
 
 func (r recorder) QueueList(ctx context.Context) ([]store.QueueInfo, error) {

@@ -13,13 +13,21 @@ type operation struct {
 	ID           string
 	Method, Path string // Path is the template: /api/v1/jobs/{id}
 	// Scope is the declared security's scope; "" for a public operation.
-	Scope  string
-	Params []*param
+	Scope string
+	// QueueScoped: the operation is one queue's jobs, which a key limited
+	// to queues may use (x-jobd-queue-scoped).
+	QueueScoped bool
+	Params      []*param
 	// Body is the JSON request body's schema; nil when the operation
 	// takes none. OpaqueBody: any bytes (the gateway forwards them).
 	Body         *schema
 	BodyRequired bool
 	OpaqueBody   bool
+	// ProblemMembers are the members every problem answer of the
+	// operation carries besides the RFC 9457 ones: the required members
+	// of the schema its path item names in x-problem-members (the
+	// gateway's ArangoDB routes: ArangoError).
+	ProblemMembers []string
 }
 
 func (op *operation) String() string { return op.Method + " " + op.Path }
@@ -99,6 +107,18 @@ func parseSpec(doc []byte) (*spec, error) {
 	}
 	sort.Strings(paths)
 	for _, path := range paths {
+		var members []string
+		if rawMembers, ok := raw.Paths[path]["x-problem-members"]; ok {
+			var ref *schema
+			if err := json.Unmarshal(rawMembers, &ref); err != nil {
+				return nil, fmt.Errorf("openapi: %s x-problem-members: %w", path, err)
+			}
+			m, err := resolve(ref)
+			if err != nil || m == nil || len(m.Required) == 0 {
+				return nil, fmt.Errorf("openapi: %s x-problem-members names no schema with required members (%v)", path, err)
+			}
+			members = m.Required
+		}
 		for method, rawOp := range raw.Paths[path] {
 			switch method {
 			case "get", "put", "post", "delete", "patch":
@@ -107,6 +127,7 @@ func parseSpec(doc []byte) (*spec, error) {
 			}
 			var o struct {
 				OperationID string                 `json:"operationId"`
+				QueueScoped bool                   `json:"x-jobd-queue-scoped"`
 				Security    *[]map[string][]string `json:"security"`
 				Parameters  []*param               `json:"parameters"`
 				RequestBody *struct {
@@ -117,7 +138,7 @@ func parseSpec(doc []byte) (*spec, error) {
 			if err := json.Unmarshal(rawOp, &o); err != nil {
 				return nil, fmt.Errorf("openapi: %s %s: %w", method, path, err)
 			}
-			op := &operation{ID: o.OperationID, Method: strings.ToUpper(method), Path: path}
+			op := &operation{ID: o.OperationID, Method: strings.ToUpper(method), Path: path, QueueScoped: o.QueueScoped, ProblemMembers: members}
 			sec := raw.Security
 			if o.Security != nil {
 				sec = *o.Security

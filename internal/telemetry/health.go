@@ -151,15 +151,6 @@ func flowSettings(all []store.QueueSettings, limit int) []store.QueueSettings {
 	return out
 }
 
-// Settings returns the queues' settings of the last snapshot: those of
-// the queues that have flow control or a throttle; false before the
-// first refresh. The caller must not change them.
-func (h *Health) Settings() ([]store.QueueSettings, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.settings, h.snap != nil
-}
-
 // Snapshot returns the last snapshot and when it was taken (by the
 // local clock); nil before the first refresh. The caller must not change
 // it.

@@ -187,14 +187,43 @@ func TestInsertsWhileABatchCommitsFormTheNext(t *testing.T) {
 func TestSameKeyInOneBatch(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, st store.Store) {
 		gs, g, first := holdFirst(t, st)
-		a, b := params(1), params(2)
-		a.IdempotencyKey, b.IdempotencyKey = "k1", "k1"
-		answers := queueInserts(t, g, background(2), []job.InsertParams{a, b})
+		a := params(1)
+		a.IdempotencyKey = "k1"
+		answers := queueInserts(t, g, background(2), []job.InsertParams{a, a})
 		gs.release()
 		<-first
 		ra, rb := <-answers[0], <-answers[1]
 		if ra.err != nil || rb.err != nil || ra.res.Job.ID != rb.res.Job.ID || ra.res.Created == rb.res.Created {
 			t.Fatalf("same key: %+v and %+v, want one job, created once", ra, rb)
+		}
+	})
+}
+
+// TestMismatchInOneBatch: of two callers with one idempotency key and
+// different requests in one batch, one (whichever queued first) creates
+// the job and the other is refused (job.ErrIdempotencyMismatch), as when
+// they come one after the other; a third caller of the batch gets its
+// own job.
+func TestMismatchInOneBatch(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, st store.Store) {
+		gs, g, first := holdFirst(t, st)
+		a, b := params(1), params(2)
+		a.IdempotencyKey, b.IdempotencyKey = "k1", "k1"
+		answers := queueInserts(t, g, background(3), []job.InsertParams{a, b, params(3)})
+		gs.release()
+		<-first
+		ra, rb, rc := <-answers[0], <-answers[1], <-answers[2]
+		if rb.err == nil {
+			ra, rb = rb, ra
+		}
+		if ra.err != nil || !ra.res.Created {
+			t.Fatalf("first of the key: %+v, want a new job", ra)
+		}
+		if !errors.Is(rb.err, job.ErrIdempotencyMismatch) {
+			t.Fatalf("the key with another request: %+v, want job.ErrIdempotencyMismatch", rb)
+		}
+		if rc.err != nil || !rc.res.Created {
+			t.Fatalf("a third caller: %+v, want its own new job", rc)
 		}
 	})
 }

@@ -88,3 +88,12 @@ func (s *executor) QueueThroughput(ctx context.Context, since time.Time) ([]stor
 	}
 	return out, nil
 }
+
+// QueueDepth counts one queue's queued jobs from the claim index.
+func (s *executor) QueueDepth(ctx context.Context, queue string) (store.QueueDepth, error) {
+	var d store.QueueDepth
+	if err := s.db.QueryRow(ctx, queueDepthSQL, s.now(), queue).Scan(&d.Available, &d.Scheduled); err != nil {
+		return d, errorf("postgres: queue depth: %w", err)
+	}
+	return d, nil
+}

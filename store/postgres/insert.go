@@ -3,11 +3,14 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
@@ -112,8 +115,8 @@ type insertBatch struct {
 	schedules                                    []string
 	scheduledFors                                []*time.Time
 	// callbackURLs stays nil (SQL NULL: none for every job) until a job
-	// of the batch has one.
-	callbackURLs []string
+	// of the batch has one; fingerprints likewise.
+	callbackURLs, fingerprints []string
 }
 
 func (b *insertBatch) add(p *job.InsertParams, argsHash string) error {
@@ -145,7 +148,21 @@ func (b *insertBatch) add(p *job.InsertParams, argsHash string) error {
 	if b.callbackURLs != nil {
 		b.callbackURLs = append(b.callbackURLs, p.CallbackURL)
 	}
+	b.fingerprints = appendSparse(b.fingerprints, len(b.ids)-1, p.IdempotencyFingerprint)
 	return nil
+}
+
+// appendSparse appends v to vs, a column that stays nil (SQL NULL: none
+// for every job) until a job of the batch has a value: the first one
+// makes it, with "" for the n jobs before.
+func appendSparse(vs []string, n int, v string) []string {
+	if v != "" && vs == nil {
+		vs = make([]string, n)
+	}
+	if vs != nil {
+		vs = append(vs, v)
+	}
+	return vs
 }
 
 // arrayLiteral is a capability list as a PostgreSQL array literal, nil
@@ -200,7 +217,8 @@ func (s *executor) insertRound(ctx context.Context, r *rounds, last bool, batch 
 	err := r.round(ctx, last, func(q *pgx.Batch) {
 		q.Queue(insertSQL, s.now(), b.ids, b.queues, b.kinds, b.args, b.priorities,
 			b.runAts, b.maxAttempts, b.leaseTTLs, b.lockKeys, b.partitionKeys, b.idemKeys, b.argHashes,
-			b.requires, b.prefers, b.traceParents, b.timeouts, b.schedules, b.scheduledFors, b.callbackURLs)
+			b.requires, b.prefers, b.traceParents, b.timeouts, b.schedules, b.scheduledFors, b.callbackURLs,
+			b.fingerprints)
 	}, func(br pgx.BatchResults) error {
 		rows, err := br.Query()
 		if err != nil {
@@ -255,19 +273,27 @@ func (s *executor) insertLookup(ctx context.Context, r *rounds, batch normalized
 		defer rows.Close()
 		for rows.Next() {
 			var ord int64
+			var fingerprint pgtype.Text
 			var row jobRow
-			if err := rows.Scan(append([]any{&ord}, row.dest()...)...); err != nil {
+			if err := rows.Scan(append([]any{&ord, &fingerprint}, row.dest()...)...); err != nil {
 				return err
 			}
 			j, err := row.job()
 			if err != nil {
 				return err
 			}
+			i := skipped[ord-1]
+			if err := store.CheckTwin(&batch.params[i], j, fingerprint.String); err != nil {
+				return fmt.Errorf("job %d: %w", i, err)
+			}
 			found[ord-1] = true
-			results[skipped[ord-1]] = store.InsertResult{Job: j, Created: false}
+			results[i] = store.InsertResult{Job: j, Created: false}
 		}
 		return rows.Err()
 	})
+	if errors.Is(err, job.ErrIdempotencyMismatch) {
+		return nil, errorf("postgres: insert: %w", err)
+	}
 	if err != nil {
 		return nil, errorf("postgres: insert: find duplicates: %w", err)
 	}

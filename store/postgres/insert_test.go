@@ -11,6 +11,7 @@ import (
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
+	"github.com/jobd/jobd/store/storetest"
 )
 
 // TestInsertTxRollback: jobs inserted in a transaction that rolls back
@@ -218,4 +219,16 @@ func TestInsertDeadlockRetried(t *testing.T) {
 			t.Fatalf("JobInsertMany result %d: created %v id %s, want the committed job %s", i, r.Created, r.Job.ID, want.ID)
 		}
 	}
+}
+
+// TestUnfingerprintedKey: a job stored before migration 010 (no
+// idempotency fingerprint) matches any request of its key.
+func TestUnfingerprintedKey(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, migratedDatabase(t), clock.Real)
+	storetest.CheckUnfingerprinted(t, s, func(t *testing.T, id uuid.UUID) {
+		if _, err := s.pool.Exec(t.Context(), "UPDATE jobd_jobs SET idempotency_fingerprint = NULL WHERE id = $1", id); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -20,7 +20,7 @@ func (s *executor) KeyCreate(ctx context.Context, key store.APIKey) error {
 	if scopes == nil {
 		scopes = []string{}
 	}
-	_, err := s.db.Exec(ctx, keyCreateSQL, s.now(), key.ID, key.Name, key.Prefix, key.Hash, scopes, timePtr(key.CreatedAt), nullText(key.WorkerID))
+	_, err := s.db.Exec(ctx, keyCreateSQL, s.now(), key.ID, key.Name, key.Prefix, key.Hash, scopes, timePtr(key.CreatedAt), nullText(key.WorkerID), textArray(key.Queues))
 	if uniqueViolation(err, "jobd_api_keys_pkey") || uniqueViolation(err, "jobd_api_keys_prefix_key") {
 		err = fmt.Errorf("id or prefix taken: %w", job.ErrDuplicate)
 	}
@@ -70,10 +70,16 @@ func (s *executor) KeyRevoke(ctx context.Context, id string) error {
 }
 
 func scanKey(row pgx.CollectableRow) (store.APIKey, error) {
-	var k store.APIKey
-	err := row.Scan(&k.ID, &k.Name, &k.Prefix, &k.Hash, &k.Scopes, &k.CreatedAt, &k.WorkerID)
+	var (
+		k      store.APIKey
+		queues []string
+	)
+	err := row.Scan(&k.ID, &k.Name, &k.Prefix, &k.Hash, &k.Scopes, &k.CreatedAt, &k.WorkerID, &queues)
 	if len(k.Scopes) == 0 {
 		k.Scopes = nil
+	}
+	if len(queues) > 0 {
+		k.Queues = job.QueuePatterns(queues)
 	}
 	return k, err
 }

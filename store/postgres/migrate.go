@@ -3,13 +3,10 @@ package postgres
 import (
 	"context"
 	"embed"
-	"fmt"
-	"path"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/jobd/jobd/store"
 )
 
 //go:embed migrations/*.up.sql
@@ -19,40 +16,9 @@ var migrationFiles embed.FS
 // nodes ("jobdmigr" in ASCII).
 const migrateLockKey int64 = 0x6a6f62646d696772
 
-// migration is one numbered schema change, migrations/NNN_name.up.sql.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
 // migrations returns the embedded migrations in version order.
-func migrations() ([]migration, error) {
-	entries, err := migrationFiles.ReadDir("migrations")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	seen := make(map[int]string)
-	for _, e := range entries {
-		name := strings.TrimSuffix(e.Name(), ".up.sql")
-		num, _, ok := strings.Cut(name, "_")
-		version, err := strconv.Atoi(num)
-		if !ok || err != nil || version <= 0 {
-			return nil, fmt.Errorf("migration file %q: want NNN_name.up.sql", e.Name())
-		}
-		if other, dup := seen[version]; dup {
-			return nil, fmt.Errorf("migrations %q and %q share version %d", other, e.Name(), version)
-		}
-		seen[version] = e.Name()
-		body, err := migrationFiles.ReadFile(path.Join("migrations", e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: version, name: name, sql: string(body)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	return ms, nil
+func migrations() ([]store.Migration, error) {
+	return store.ReadMigrations(migrationFiles, "migrations")
 }
 
 // Migrate applies the migrations the database lacks, each in its own
@@ -71,20 +37,20 @@ func (s *Store) migrateTo(ctx context.Context, version int) error {
 		return errorf("postgres: migrate: %w", err)
 	}
 	for _, m := range ms {
-		if version > 0 && m.version > version {
+		if version > 0 && m.Version > version {
 			break
 		}
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			return applyMigration(ctx, tx, m)
 		})
 		if err != nil {
-			return errorf("postgres: migration %s: %w", m.name, err)
+			return errorf("postgres: migration %s: %w", m.Name, err)
 		}
 	}
 	return nil
 }
 
-func applyMigration(ctx context.Context, tx pgx.Tx, m migration) error {
+func applyMigration(ctx context.Context, tx pgx.Tx, m store.Migration) error {
 	if _, err := tx.Exec(ctx, migrateLockSQL, migrateLockKey); err != nil {
 		return err
 	}
@@ -92,7 +58,7 @@ func applyMigration(ctx context.Context, tx pgx.Tx, m migration) error {
 		return err
 	}
 	var applied bool
-	if err := tx.QueryRow(ctx, migrateAppliedSQL, m.version).Scan(&applied); err != nil {
+	if err := tx.QueryRow(ctx, migrateAppliedSQL, m.Version).Scan(&applied); err != nil {
 		return err
 	}
 	if applied {
@@ -100,9 +66,29 @@ func applyMigration(ctx context.Context, tx pgx.Tx, m migration) error {
 	}
 	// Without arguments pgx sends the file as one simple-protocol query,
 	// which may hold several statements.
-	if _, err := tx.Exec(ctx, m.sql); err != nil {
+	if _, err := tx.Exec(ctx, m.SQL); err != nil {
 		return err
 	}
-	_, err := tx.Exec(ctx, migrateRecordSQL, m.version)
+	_, err := tx.Exec(ctx, migrateRecordSQL, m.Version)
 	return err
+}
+
+// SchemaVersion reads how far the database's schema is migrated.
+func (s *Store) SchemaVersion(ctx context.Context) (store.SchemaVersion, error) {
+	ms, err := migrations()
+	if err != nil {
+		return store.SchemaVersion{}, errorf("postgres: schema version: %w", err)
+	}
+	v := store.SchemaVersion{Latest: store.LatestVersion(ms)}
+	var migrated bool
+	if err := s.pool.QueryRow(ctx, schemaTableSQL).Scan(&migrated); err != nil {
+		return store.SchemaVersion{}, errorf("postgres: schema version: %w", err)
+	}
+	if !migrated {
+		return v, nil
+	}
+	if err := s.pool.QueryRow(ctx, schemaVersionSQL).Scan(&v.Current); err != nil {
+		return store.SchemaVersion{}, errorf("postgres: schema version: %w", err)
+	}
+	return v, nil
 }

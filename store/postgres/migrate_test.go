@@ -10,6 +10,7 @@ import (
 
 	"github.com/jobd/jobd/internal/pgtest"
 	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 func TestMigrationsAreNumbered(t *testing.T) {
@@ -18,8 +19,8 @@ func TestMigrationsAreNumbered(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, m := range ms {
-		if m.version != i+1 {
-			t.Fatalf("migration %d is %s (version %d), want version %d", i, m.name, m.version, i+1)
+		if m.Version != i+1 {
+			t.Fatalf("migration %d is %s (version %d), want version %d", i, m.Name, m.Version, i+1)
 		}
 	}
 }
@@ -69,12 +70,35 @@ func TestMigrateConcurrentAndIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rows != len(ms) || distinct != len(ms) || latest != ms[len(ms)-1].version {
+	if rows != len(ms) || distinct != len(ms) || latest != ms[len(ms)-1].Version {
 		t.Fatalf("jobd_schema_migrations: %d rows, %d versions, latest %d; want %d, %d, %d",
-			rows, distinct, latest, len(ms), len(ms), ms[len(ms)-1].version)
+			rows, distinct, latest, len(ms), len(ms), ms[len(ms)-1].Version)
 	}
 	// The migrated schema answers.
 	if _, err := stores[1].JobGet(t.Context(), uuid.New()); !errors.Is(err, job.ErrNotFound) {
 		t.Fatalf("JobGet of an unknown id: %v, want job.ErrNotFound", err)
+	}
+}
+
+// TestSchemaVersionBeforeMigrate: an empty database is at version 0, and
+// at the latest once migrated.
+func TestSchemaVersionBeforeMigrate(t *testing.T) {
+	t.Parallel()
+	s, err := Open(t.Context(), pgtest.NewDatabase(t), Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ms, _ := migrations()
+	latest := store.LatestVersion(ms) // the highest version: numbers may have gaps
+	v, err := s.SchemaVersion(t.Context())
+	if err != nil || v.Current != 0 || v.Latest != latest {
+		t.Fatalf("before Migrate: %+v, %v; want current 0, latest %d", v, err, latest)
+	}
+	if err := s.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if v, err = s.SchemaVersion(t.Context()); err != nil || !v.UpToDate() || v.Current != latest {
+		t.Fatalf("after Migrate: %+v, %v", v, err)
 	}
 }

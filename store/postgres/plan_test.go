@@ -101,6 +101,10 @@ const (
 	// an index scan. A lookup of rows by id must probe the primary key,
 	// never walk another index whole.
 	lookupBy
+	// countedBy: every read of jobd_jobs goes through the statement's
+	// index (an index, index-only or bitmap heap scan of it), so a count
+	// costs the rows that index holds, never the table.
+	countedBy
 )
 
 func checkPlans(t *testing.T, conn *pgx.Conn, table string, holdsRows bool) {
@@ -147,6 +151,7 @@ func checkPlans(t *testing.T, conn *pgx.Conn, table string, holdsRows bool) {
 			"now()", `'[{"kind":"canceled","at":1,"attempt":0}]'`, "NULL", "false", "NULL", "''", "NULL", "''"},
 			"jobd_jobs_pkey", lookupBy, false},
 		{"job_events", jobEventsSQL, []string{id}, "jobd_jobs_pkey", lookupBy, false},
+		{"queue_depth", queueDepthSQL, []string{"NULL", "'q1'"}, "jobd_jobs_claim", countedBy, false},
 		{"heartbeat", heartbeatSQL, []string{"NULL", arr(ids), arr(tokens), arr(owners)}, "jobd_jobs_pkey", lookupBy, true},
 	}
 	for _, st := range statements {
@@ -154,7 +159,7 @@ func checkPlans(t *testing.T, conn *pgx.Conn, table string, holdsRows bool) {
 			t.Fatalf("prepare %s: %v", st.name, err)
 		}
 		for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {
-			if mode == "force_custom_plan" && !holdsRows && st.check == lookupBy {
+			if mode == "force_custom_plan" && !holdsRows && st.check != scansOf {
 				continue // a plan made for one run may read an empty table whole
 			}
 			if _, err := conn.Exec(t.Context(), "SET plan_cache_mode = "+mode); err != nil {
@@ -197,6 +202,10 @@ func checkPlans(t *testing.T, conn *pgx.Conn, table string, holdsRows bool) {
 				indexScan := strings.HasPrefix(s, "Index Scan ") || strings.HasPrefix(s, "Index Only Scan ")
 				of := strings.HasSuffix(s, " "+st.wantIndex)
 				switch {
+				case st.check == countedBy:
+					if !of {
+						t.Errorf("%s: want reads through %s only", where, st.wantIndex)
+					}
 				case !indexScan:
 					t.Errorf("%s: want index scans only", where)
 				case st.check == lookupBy && !of:

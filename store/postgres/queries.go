@@ -9,6 +9,8 @@ var (
 	checkpointSQL string
 	//go:embed sql/queue_health.sql
 	queueHealthSQL string
+	//go:embed sql/queue_depth.sql
+	queueDepthSQL string
 	//go:embed sql/queue_throughput.sql
 	queueThroughputSQL string
 	//go:embed sql/planner_ordered.sql
@@ -79,6 +81,10 @@ var (
 	migrateAppliedSQL string
 	//go:embed sql/migrate_lock.sql
 	migrateLockSQL string
+	//go:embed sql/schema_table.sql
+	schemaTableSQL string
+	//go:embed sql/schema_version.sql
+	schemaVersionSQL string
 	//go:embed sql/migrate_record.sql
 	migrateRecordSQL string
 	//go:embed sql/migrate_table.sql

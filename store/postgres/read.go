@@ -39,7 +39,9 @@ func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store
 			nullText(params.LockKey), nullText(params.PartitionKey)}, extra...)
 	}
 
-	idem := nullText(params.IdempotencyKey) // every statement's last parameter
+	idem := nullText(params.IdempotencyKey)
+	// The caller's queues: every statement's last two parameters.
+	names, prefixes := queuesIn(params.QueuesIn)
 	// A bounded scan reads its bound first, in a round trip of its own:
 	// the page is then fenced by exactly the bound it reports.
 	var low *[16]byte // nil: no bound
@@ -59,7 +61,7 @@ func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store
 	}
 	var batch pgx.Batch
 	if !params.NoTotal {
-		batch.Queue(jobCountSQL, args(params.UpdatedSince, idem)...)
+		batch.Queue(jobCountSQL, args(params.UpdatedSince, idem, names, prefixes)...)
 	}
 	if params.Limit > 0 {
 		switch {
@@ -72,7 +74,7 @@ func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store
 			if err != nil {
 				return nil, errorf("postgres: list jobs: %w", err)
 			}
-			batch.Queue(jobFeedSQL, args(*params.UpdatedSince, afterAt, pgUUID(afterID), params.Limit, horizon, idem)...)
+			batch.Queue(jobFeedSQL, args(*params.UpdatedSince, afterAt, pgUUID(afterID), params.Limit, horizon, idem, names, prefixes)...)
 		default:
 			var after *[16]byte
 			if params.After != nil {
@@ -80,9 +82,9 @@ func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store
 				after = &id
 			}
 			if params.OldestFirst {
-				batch.Queue(jobListOldestSQL, args(after, params.Limit, idem)...)
+				batch.Queue(jobListOldestSQL, args(after, params.Limit, idem, names, prefixes)...)
 			} else {
-				batch.Queue(jobListSQL, args(after, params.Limit, idem, low)...)
+				batch.Queue(jobListSQL, args(after, params.Limit, idem, low, names, prefixes)...)
 			}
 		}
 	}
@@ -166,4 +168,20 @@ func (s *executor) JobEvents(ctx context.Context, id uuid.UUID) ([]job.Event, er
 		return nil, errorf("postgres: events of job %s: %w", id, err)
 	}
 	return job.Journal(&j, stored), nil
+}
+
+// queuesIn returns the parameters of a list's queue limit: the names
+// (nil, which is NULL, for no limit) and the prefixes (never NULL).
+func queuesIn(p job.QueuePatterns) (names, prefixes []string) {
+	names, prefixes = p.Split()
+	if !p.Limited() {
+		return nil, []string{}
+	}
+	if names == nil {
+		names = []string{}
+	}
+	if prefixes == nil {
+		prefixes = []string{}
+	}
+	return names, prefixes
 }

@@ -14,6 +14,9 @@ import (
 // WorkerCreate stores a worker and its key in one transaction: the
 // worker's row, then KeyCreate of its key. See store.Store.
 func (s *executor) WorkerCreate(ctx context.Context, w store.Worker, key store.APIKey) error {
+	if err := store.CheckWorker(w); err != nil {
+		return err
+	}
 	caps := w.Capabilities
 	if caps == nil {
 		caps = []string{}
@@ -24,7 +27,7 @@ func (s *executor) WorkerCreate(ctx context.Context, w store.Worker, key store.A
 	}
 	key.WorkerID = w.ID
 	err := s.atomically(ctx, func(ex *executor) error {
-		_, err := ex.tx.Exec(ctx, workerCreateSQL, ex.now(), w.ID, w.Name, caps, meta)
+		_, err := ex.tx.Exec(ctx, workerCreateSQL, ex.now(), w.ID, w.Name, caps, meta, textArray(w.Queues))
 		if uniqueViolation(err, "jobd_workers_pkey") {
 			err = job.ErrDuplicate
 		}
@@ -115,12 +118,24 @@ func scanWorker(row pgx.CollectableRow) (store.Worker, error) {
 	var (
 		w      store.Worker
 		status string
+		queues []string
 	)
 	err := row.Scan(&w.ID, &w.Name, &w.Capabilities, &w.Metadata, &status, &w.Disabled, &w.LastHeartbeatAt,
-		&w.JobsDone, &w.JobsFailed, &w.CreatedAt, &w.UpdatedAt, &w.RunningJobs)
+		&w.JobsDone, &w.JobsFailed, &w.CreatedAt, &w.UpdatedAt, &queues, &w.RunningJobs)
 	w.Status = store.WorkerStatus(status)
 	if len(w.Capabilities) == 0 {
 		w.Capabilities = nil
 	}
+	if len(queues) > 0 {
+		w.Queues = job.QueuePatterns(queues)
+	}
 	return w, err
+}
+
+// textArray is list as a text[] parameter: '{}', never NULL, when empty.
+func textArray(list []string) []string {
+	if list == nil {
+		return []string{}
+	}
+	return list
 }

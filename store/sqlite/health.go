@@ -98,3 +98,15 @@ func (s *executor) QueueThroughput(ctx context.Context, since time.Time) ([]stor
 	}
 	return out, nil
 }
+
+// QueueDepth counts one queue's queued jobs from the claim index.
+func (s *executor) QueueDepth(ctx context.Context, queue string) (store.QueueDepth, error) {
+	var d store.QueueDepth
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, queueDepthSQL, sql.Named("now", s.now()), sql.Named("queue", queue)).Scan(&d.Available, &d.Scheduled)
+	})
+	if err != nil {
+		return d, errorf("sqlite: queue depth: %w", err)
+	}
+	return d, nil
+}

@@ -78,14 +78,18 @@ func (s *executor) JobInsertMany(ctx context.Context, params []job.InsertParams)
 				sql.Named("schedule", r.p.Schedule),
 				sql.Named("scheduled_for", microOf(r.p.ScheduledFor)),
 				sql.Named("callback_url", r.p.CallbackURL),
+				sql.Named("idempotency_fingerprint", r.p.IdempotencyFingerprint),
 				sql.Named("now", tx.now),
 				sql.Named("stamp", tx.stamp),
 			))
 			if errors.Is(err, job.ErrNotFound) {
 				// Nothing inserted: a unique index matched. We hold the
 				// write lock, so the job that matched is still there.
-				j, err = existing(ctx, tx.Tx, r.p.IdempotencyKey, r.hash)
+				j, err = existing(ctx, tx.Tx, &r.p, r.hash)
 				if err != nil {
+					if len(rows) > 1 {
+						err = fmt.Errorf("job %d: %w", i, err)
+					}
 					return err
 				}
 				results[i] = store.InsertResult{Job: j}
@@ -106,11 +110,16 @@ func (s *executor) JobInsertMany(ctx context.Context, params []job.InsertParams)
 	return results, nil
 }
 
-// existing returns the job that kept an insert from happening: the one
-// with the idempotency key, else the active one with the args hash.
-func existing(ctx context.Context, tx *sql.Tx, idempotencyKey, argsHash string) (*job.Job, error) {
-	if idempotencyKey != "" {
-		j, err := scanJob(tx.QueryRowContext(ctx, jobByIdempotencyKeySQL, idempotencyKey))
+// existing returns the job that kept the insert of p from happening: the
+// one with its idempotency key, held to p's request (store.CheckTwin),
+// else the active one with the args hash.
+func existing(ctx context.Context, tx *sql.Tx, p *job.InsertParams, argsHash string) (*job.Job, error) {
+	if p.IdempotencyKey != "" {
+		var fingerprint sql.NullString
+		j, err := scanJob(prefixed{tx.QueryRowContext(ctx, jobByIdempotencyKeySQL, p.IdempotencyKey), &fingerprint})
+		if err == nil {
+			err = store.CheckTwin(p, j, fingerprint.String)
+		}
 		if err == nil || !errors.Is(err, job.ErrNotFound) {
 			return j, err
 		}
@@ -123,3 +132,12 @@ func existing(ctx context.Context, tx *sql.Tx, idempotencyKey, argsHash string) 
 	}
 	return nil, errors.New("insert conflicted, but no job has its idempotency key or args hash")
 }
+
+// prefixed scans a row whose first column is read into first, the rest
+// by the scanner's caller.
+type prefixed struct {
+	sc    scanner
+	first any
+}
+
+func (p prefixed) Scan(dest ...any) error { return p.sc.Scan(append([]any{p.first}, dest...)...) }

@@ -28,6 +28,10 @@ func (s *executor) KeyCreate(ctx context.Context, key store.APIKey) error {
 	if err != nil {
 		return errorf("sqlite: create key %s: %w", key.ID, err)
 	}
+	queues, err := jsonList(key.Queues)
+	if err != nil {
+		return errorf("sqlite: create key %s: %w", key.ID, err)
+	}
 	created := key.CreatedAt.UnixMicro()
 	if key.CreatedAt.IsZero() {
 		created = s.now()
@@ -41,6 +45,7 @@ func (s *executor) KeyCreate(ctx context.Context, key store.APIKey) error {
 			sql.Named("scopes", string(scopesJSON)),
 			sql.Named("created_at", created),
 			sql.Named("worker_id", key.WorkerID),
+			sql.Named("queues", queues),
 		)
 		return err
 	})
@@ -116,10 +121,15 @@ func scanKey(sc scanner) (*store.APIKey, error) {
 	var (
 		k       store.APIKey
 		scopes  string
+		queues  string
 		created int64
 	)
-	if err := sc.Scan(&k.ID, &k.Name, &k.Prefix, &k.Hash, &scopes, &created, &k.WorkerID); err != nil {
+	if err := sc.Scan(&k.ID, &k.Name, &k.Prefix, &k.Hash, &scopes, &created, &k.WorkerID, &queues); err != nil {
 		return nil, notFound(err)
+	}
+	var err error
+	if k.Queues, err = queuePatterns(queues); err != nil {
+		return nil, fmt.Errorf("key %s: queues: %w", k.ID, err)
 	}
 	if err := json.Unmarshal([]byte(scopes), &k.Scopes); err != nil {
 		return nil, fmt.Errorf("key %s: scopes: %w", k.ID, err)

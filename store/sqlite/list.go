@@ -63,6 +63,11 @@ func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store
 		sql.Named("partition_key", params.PartitionKey),
 		sql.Named("idempotency_key", params.IdempotencyKey),
 	}
+	queues, err := queuesIn(params.QueuesIn)
+	if err != nil {
+		return nil, errorf("sqlite: list jobs: %w", err)
+	}
+	filters = append(filters, queues...)
 	countQuery, query := jobCountSQL, jobListNewestSQL
 	var page []any
 	var afterArg sql.NamedArg // the newest-first and oldest-first cursor
@@ -95,7 +100,7 @@ func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store
 	page = append(page, sql.Named("limit", params.Limit))
 
 	res := &store.ListResult{Jobs: []*job.Job{}}
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err = s.readTx(ctx, func(tx *sql.Tx) error {
 		if params.NoTotal {
 			res.Total = -1
 		} else if err := tx.QueryRowContext(ctx, countQuery, filters...).Scan(&res.Total); err != nil {
@@ -140,4 +145,26 @@ func (s *executor) JobList(ctx context.Context, params store.ListParams) (*store
 		return nil, errorf("sqlite: list jobs: %w", err)
 	}
 	return res, nil
+}
+
+// queuesIn returns the named parameters of a list's queue limit
+// (:queues_limited, :queue_names, :queue_prefixes; the lists JSON arrays).
+func queuesIn(p job.QueuePatterns) ([]any, error) {
+	names, prefixes := p.Split()
+	list := func(v []string) (string, error) {
+		if v == nil {
+			v = []string{}
+		}
+		b, err := json.Marshal(v)
+		return string(b), err
+	}
+	n, err := list(names)
+	if err != nil {
+		return nil, err
+	}
+	pre, err := list(prefixes)
+	if err != nil {
+		return nil, err
+	}
+	return []any{sql.Named("queues_limited", p.Limited()), sql.Named("queue_names", n), sql.Named("queue_prefixes", pre)}, nil
 }

@@ -4,46 +4,16 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"fmt"
-	"io/fs"
-	"sort"
-	"strconv"
-	"strings"
+
+	"github.com/jobd/jobd/store"
 )
 
 //go:embed migrations/*.up.sql
 var migrationFiles embed.FS
 
-// migration is one numbered schema change.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations returns the embedded migrations in version order. A file is
-// named NNN_name.up.sql.
-func migrations() ([]migration, error) {
-	names, err := fs.Glob(migrationFiles, "migrations/*.up.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, path := range names {
-		name := strings.TrimSuffix(strings.TrimPrefix(path, "migrations/"), ".up.sql")
-		num, _, _ := strings.Cut(name, "_")
-		v, err := strconv.Atoi(num)
-		if err != nil {
-			return nil, fmt.Errorf("migration %s: bad version: %w", path, err)
-		}
-		body, err := migrationFiles.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: name, sql: string(body)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	return ms, nil
+// migrations returns the embedded migrations in version order.
+func migrations() ([]store.Migration, error) {
+	return store.ReadMigrations(migrationFiles, "migrations")
 }
 
 // Migrate applies the migrations not yet applied, each in its own write
@@ -63,7 +33,7 @@ func (s *Store) migrateTo(ctx context.Context, version int) error {
 		return errorf("sqlite: migrate: %w", err)
 	}
 	for _, m := range ms {
-		if version > 0 && m.version > version {
+		if version > 0 && m.Version > version {
 			break
 		}
 		var applied bool
@@ -72,27 +42,47 @@ func (s *Store) migrateTo(ctx context.Context, version int) error {
 				return err
 			}
 			var n int
-			if err := tx.QueryRowContext(ctx, migrationAppliedSQL, m.version).Scan(&n); err != nil {
+			if err := tx.QueryRowContext(ctx, migrationAppliedSQL, m.Version).Scan(&n); err != nil {
 				return err
 			}
 			if n > 0 {
 				return nil
 			}
-			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, migrationRecordSQL, m.version, s.now()); err != nil {
+			if _, err := tx.ExecContext(ctx, migrationRecordSQL, m.Version, s.now()); err != nil {
 				return err
 			}
 			applied = true
 			return nil
 		})
 		if err != nil {
-			return errorf("sqlite: migrate %s: %w", m.name, err)
+			return errorf("sqlite: migrate %s: %w", m.Name, err)
 		}
 		if applied {
-			s.log.InfoContext(ctx, "sqlite: migration applied", "version", m.version, "name", m.name, "path", s.path)
+			s.log.InfoContext(ctx, "sqlite: migration applied", "version", m.Version, "name", m.Name, "path", s.path)
 		}
 	}
 	return nil
+}
+
+// SchemaVersion reads how far the database's schema is migrated.
+func (s *Store) SchemaVersion(ctx context.Context) (store.SchemaVersion, error) {
+	ms, err := migrations()
+	if err != nil {
+		return store.SchemaVersion{}, errorf("sqlite: schema version: %w", err)
+	}
+	v := store.SchemaVersion{Latest: store.LatestVersion(ms)}
+	var tables int
+	if err := s.r.QueryRowContext(ctx, schemaTableSQL).Scan(&tables); err != nil {
+		return store.SchemaVersion{}, errorf("sqlite: schema version: %w", err)
+	}
+	if tables == 0 {
+		return v, nil
+	}
+	if err := s.r.QueryRowContext(ctx, schemaVersionSQL).Scan(&v.Current); err != nil {
+		return store.SchemaVersion{}, errorf("sqlite: schema version: %w", err)
+	}
+	return v, nil
 }

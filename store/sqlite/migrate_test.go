@@ -8,6 +8,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/jobd/jobd/store"
+	"github.com/jobd/jobd/store/storetest"
 )
 
 func TestMigrateIdempotent(t *testing.T) {
@@ -54,7 +59,7 @@ func TestMigrateIdempotent(t *testing.T) {
 	}
 	var want []int
 	for _, m := range ms {
-		want = append(want, m.version)
+		want = append(want, m.Version)
 	}
 	if !slices.Equal(applied, want) {
 		t.Fatalf("applied versions %v, want each of %v once", applied, want)
@@ -63,8 +68,9 @@ func TestMigrateIdempotent(t *testing.T) {
 
 // TestJobColumns holds scanJob's columns (jobColumns) to the migrated
 // table, which has them in that order besides the journal, which only
-// JobEvents reads, and to every statement that returns whole jobs, which
-// lists them.
+// JobEvents reads, and the idempotency fingerprint, which only the insert
+// reads, and to every statement that returns whole jobs, which lists
+// them.
 func TestJobColumns(t *testing.T) {
 	s := openTemp(t, nil)
 	rows, err := s.r.QueryContext(t.Context(), "SELECT name FROM pragma_table_info('jobd_jobs') ORDER BY cid")
@@ -83,8 +89,12 @@ func TestJobColumns(t *testing.T) {
 	if !slices.Contains(cols, "journal") {
 		t.Fatalf("jobd_jobs columns %v: no journal", cols)
 	}
-	if got := slices.DeleteFunc(slices.Clone(cols), func(c string) bool { return c == "journal" }); !slices.Equal(got, jobColumns) {
-		t.Fatalf("jobd_jobs columns but the journal\n%v\nwant what scanJob reads\n%v", got, jobColumns)
+	if !slices.Contains(cols, "idempotency_fingerprint") {
+		t.Fatalf("jobd_jobs columns %v: no idempotency_fingerprint", cols)
+	}
+	notRead := func(c string) bool { return c == "journal" || c == "idempotency_fingerprint" }
+	if got := slices.DeleteFunc(slices.Clone(cols), notRead); !slices.Equal(got, jobColumns) {
+		t.Fatalf("jobd_jobs columns but the journal and the fingerprint\n%v\nwant what scanJob reads\n%v", got, jobColumns)
 	}
 	list := strings.Join(jobColumns, ", ")
 	for name, query := range map[string]string{
@@ -112,5 +122,38 @@ func TestOpenOddPath(t *testing.T) {
 	}
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("database not at %s: %v", path, err)
+	}
+}
+
+// TestUnfingerprintedKey: a job stored before migration 009 (no
+// idempotency fingerprint) matches any request of its key.
+func TestUnfingerprintedKey(t *testing.T) {
+	s := openTemp(t, nil)
+	storetest.CheckUnfingerprinted(t, s, func(t *testing.T, id uuid.UUID) {
+		if _, err := s.w.ExecContext(t.Context(), "UPDATE jobd_jobs SET idempotency_fingerprint = NULL WHERE id = ?", id.String()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestSchemaVersionBeforeMigrate: a new file is at version 0, and at the
+// latest once migrated.
+func TestSchemaVersionBeforeMigrate(t *testing.T) {
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "jobd.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ms, _ := migrations()
+	latest := store.LatestVersion(ms) // the highest version: numbers may have gaps
+	v, err := s.SchemaVersion(t.Context())
+	if err != nil || v.Current != 0 || v.Latest != latest {
+		t.Fatalf("before Migrate: %+v, %v; want current 0, latest %d", v, err, latest)
+	}
+	if err := s.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if v, err = s.SchemaVersion(t.Context()); err != nil || !v.UpToDate() || v.Current != latest {
+		t.Fatalf("after Migrate: %+v, %v", v, err)
 	}
 }

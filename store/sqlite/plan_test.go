@@ -63,6 +63,7 @@ func checkPlans(t *testing.T, s *Store) {
 		sql.Named("attempt", 1), sql.Named("finished_at", nil), sql.Named("last_error", nil),
 		sql.Named("attempted_at", nil), sql.Named("entries", nil), sql.Named("events", "[]"),
 		sql.Named("limited", 1), sql.Named("blocked", `["a"]`), sql.Named("throttles", "[]"),
+		sql.Named("queues_limited", 0), sql.Named("queue_names", "[]"), sql.Named("queue_prefixes", "[]"),
 	}
 	// The one walk of a whole index a statement makes, by its name: the
 	// partial index it walks holds only what it reads.

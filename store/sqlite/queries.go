@@ -47,6 +47,9 @@ var prunePartitionsSQL string
 //go:embed sql/queue_health.sql
 var queueHealthSQL string
 
+//go:embed sql/queue_depth.sql
+var queueDepthSQL string
+
 //go:embed sql/queue_throughput.sql
 var queueThroughputSQL string
 
@@ -145,6 +148,12 @@ var lockTimedOutSQL string
 
 //go:embed sql/migration_applied.sql
 var migrationAppliedSQL string
+
+//go:embed sql/schema_table.sql
+var schemaTableSQL string
+
+//go:embed sql/schema_version.sql
+var schemaVersionSQL string
 
 //go:embed sql/migration_record.sql
 var migrationRecordSQL string

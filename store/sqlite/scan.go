@@ -13,7 +13,8 @@ import (
 )
 
 // jobColumns are the columns scanJob reads, in order: jobd_jobs' columns
-// in table order, but for the journal, which only JobEvents reads. Every
+// in table order, but for the journal, which only JobEvents reads, and
+// the idempotency fingerprint, which only the insert reads. Every
 // statement that returns whole jobs lists them; a test holds them to the
 // migrated table and to those statements.
 var jobColumns = []string{

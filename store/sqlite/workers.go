@@ -15,6 +15,13 @@ import (
 // WorkerCreate stores a worker and its key in one transaction: the
 // worker's row, then KeyCreate of its key. See store.Store.
 func (s *executor) WorkerCreate(ctx context.Context, w store.Worker, key store.APIKey) error {
+	if err := store.CheckWorker(w); err != nil {
+		return err
+	}
+	queues, err := jsonList(w.Queues)
+	if err != nil {
+		return errorf("sqlite: create worker %s: %w", w.ID, err)
+	}
 	caps := listJSON(w.Capabilities)
 	if !caps.Valid {
 		caps.String = "[]"
@@ -24,11 +31,11 @@ func (s *executor) WorkerCreate(ctx context.Context, w store.Worker, key store.A
 		meta = "{}"
 	}
 	key.WorkerID = w.ID
-	err := s.atomically(ctx, func(ex *executor) error {
+	err = s.atomically(ctx, func(ex *executor) error {
 		_, err := ex.tx.sql.ExecContext(ctx, workerCreateSQL,
 			sql.Named("id", w.ID), sql.Named("name", w.Name),
 			sql.Named("capabilities", caps.String), sql.Named("metadata", meta),
-			sql.Named("now", ex.now()),
+			sql.Named("queues", queues), sql.Named("now", ex.now()),
 		)
 		if isUniqueViolation(err) {
 			err = fmt.Errorf("id taken: %w", job.ErrDuplicate)
@@ -179,17 +186,21 @@ func scanWorker(sc scanner) (*store.Worker, error) {
 	var (
 		w                   store.Worker
 		caps, meta, status  string
+		queues              string
 		disabled            int64
 		beat                sql.NullInt64
 		createdAt, updateAt int64
 	)
 	err := sc.Scan(&w.ID, &w.Name, &caps, &meta, &status, &disabled, &beat,
-		&w.JobsDone, &w.JobsFailed, &createdAt, &updateAt, &w.RunningJobs)
+		&w.JobsDone, &w.JobsFailed, &createdAt, &updateAt, &queues, &w.RunningJobs)
 	if err != nil {
 		return nil, notFound(err)
 	}
 	if w.Capabilities, err = scanList(sql.NullString{String: caps, Valid: true}); err != nil {
 		return nil, fmt.Errorf("worker %s: capabilities: %w", w.ID, err)
+	}
+	if w.Queues, err = queuePatterns(queues); err != nil {
+		return nil, fmt.Errorf("worker %s: queues: %w", w.ID, err)
 	}
 	w.Metadata = json.RawMessage(meta)
 	w.Status = store.WorkerStatus(status)
@@ -198,4 +209,26 @@ func scanWorker(sc scanner) (*store.Worker, error) {
 	w.CreatedAt = fromMicro(createdAt)
 	w.UpdatedAt = fromMicro(updateAt)
 	return &w, nil
+}
+
+// jsonList is list as a JSON array ('[]' when empty), as the queues
+// columns hold it.
+func jsonList(list []string) (string, error) {
+	if list == nil {
+		list = []string{}
+	}
+	b, err := json.Marshal(list)
+	return string(b), err
+}
+
+// queuePatterns reads a queues column; nil when it lists none.
+func queuePatterns(col string) (job.QueuePatterns, error) {
+	var list []string
+	if err := json.Unmarshal([]byte(col), &list); err != nil {
+		return nil, err
+	}
+	if len(list) == 0 {
+		return nil, nil
+	}
+	return job.QueuePatterns(list), nil
 }

@@ -20,6 +20,14 @@ var idempotencyTests = []test{
 	{"ActiveDifferentArgs", testActiveDifferentArgs},
 	{"ConcurrentKey", testConcurrentKey},
 	{"ConcurrentActive", testConcurrentActive},
+	{"SameRequestSpelledOtherwise", testKeySameRequest},
+	{"Mismatch", testKeyMismatch},
+	{"MismatchWritesNothing", testKeyMismatchWritesNothing},
+	{"MismatchWithinBatch", testKeyMismatchWithinBatch},
+	{"MismatchRunAt", testKeyMismatchRunAt},
+	{"MismatchConcurrent", testKeyMismatchConcurrent},
+	{"OwnFingerprint", testKeyOwnFingerprint},
+	{"FingerprintAfterRerun", testKeyFingerprintAfterRerun},
 }
 
 // wantSame requires res to be the existing job first, not a new one.
@@ -39,7 +47,7 @@ func jobID(j *job.Job) any {
 
 func testKeyReturnsFirstJob(t *testing.T, e *env) {
 	first := e.insert(t, job.InsertParams{Kind: "charge", Args: json.RawMessage(`{"n":1}`), IdempotencyKey: "order-42"})
-	res := e.insertMany(t, job.InsertParams{Kind: "charge", Args: json.RawMessage(`{"n":2}`), IdempotencyKey: "order-42"})[0]
+	res := e.insertMany(t, job.InsertParams{Kind: "charge", Args: json.RawMessage(`{"n":1}`), IdempotencyKey: "order-42"})[0]
 	wantSame(t, "second insert with the key", res, first)
 	wantJSON(t, "args of the matched job", res.Job.Args, first.Args)
 	if n := e.total(t); n != 1 {

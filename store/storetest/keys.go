@@ -16,6 +16,7 @@ var keyTests = []test{
 	{"Lifecycle", testKeyLifecycle},
 	{"Duplicate", testKeyDuplicate},
 	{"Invalid", testKeyInvalid},
+	{"Queues", testKeyQueues},
 }
 
 func sameKey(a, b store.APIKey) bool {

@@ -22,6 +22,7 @@ var listTests = []test{
 	{"NoTotal", testListNoTotal},
 	{"ScanLimit", testListScanLimit},
 	{"FeedExactUnderWriters", testListFeedExact},
+	{"QueuesIn", testListQueuesIn},
 }
 
 const all = 1000 // a Limit above every test's job count

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -13,6 +14,8 @@ var queueTests = []test{
 	{"Counts", testQueueCounts},
 	{"PauseUnknown", testQueuePauseUnknown},
 	{"Purge", testQueuePurge},
+	{"Depth", testQueueDepth},
+	{"SchemaVersion", testSchemaVersion},
 }
 
 func (e *env) queues(t *testing.T) []store.QueueInfo {
@@ -141,5 +144,49 @@ func testQueuePurge(t *testing.T, e *env) {
 	}
 	if n := e.total(t); n != 2 {
 		t.Fatalf("%d jobs left, want the other queue's 2", n)
+	}
+}
+
+// testQueueDepth: a queue's depth counts its queued jobs, due and
+// scheduled, and nothing else: not its running or finished jobs, not
+// another queue's.
+func testQueueDepth(t *testing.T, e *env) {
+	depth := func(queue string) store.QueueDepth {
+		t.Helper()
+		d, err := e.s.QueueDepth(t.Context(), queue)
+		if err != nil {
+			t.Fatalf("QueueDepth(%q): %v", queue, err)
+		}
+		return d
+	}
+	if d := depth("q1"); d != (store.QueueDepth{}) {
+		t.Fatalf("unknown queue: depth %+v, want zero", d)
+	}
+	e.insertN(t, 5, job.InsertParams{Queue: "q1", Kind: "k"})
+	e.insertN(t, 2, job.InsertParams{Queue: "q1", Kind: "k", RunAt: e.now().Add(time.Hour)})
+	e.insertN(t, 3, job.InsertParams{Queue: "q2", Kind: "k"})
+	e.succeed(t, e.claimOne(t, "q1"))
+	e.claimOne(t, "q1")
+	if d, want := depth("q1"), (store.QueueDepth{Available: 3, Scheduled: 2}); d != want {
+		t.Fatalf("q1: depth %+v, want %+v", d, want)
+	}
+	e.clk.Advance(2 * time.Hour)
+	if d, want := depth("q1"), (store.QueueDepth{Available: 5}); d != want {
+		t.Fatalf("q1 once the scheduled jobs are due: depth %+v, want %+v", d, want)
+	}
+	if d, want := depth("q2"), (store.QueueDepth{Available: 3}); d != want {
+		t.Fatalf("q2: depth %+v, want %+v", d, want)
+	}
+}
+
+// testSchemaVersion: a migrated store is at the latest version its
+// driver knows.
+func testSchemaVersion(t *testing.T, e *env) {
+	v, err := e.s.SchemaVersion(t.Context())
+	if err != nil {
+		t.Fatalf("SchemaVersion: %v", err)
+	}
+	if v.Latest < 1 || !v.UpToDate() {
+		t.Fatalf("schema version %+v of a migrated store, want current = latest >= 1", v)
 	}
 }

@@ -1,5 +1,5 @@
 // Package storetest is the conformance suite every store.Store driver runs:
-// the rules of the Store interface's doc comments and of DESIGN.md section 2,
+// the rules of the Store interface's doc comments and of docs/design.md,
 // written once. A driver calls Run from its TestConformance. The package
 // imports testing and is for tests only; production code must not import it.
 package storetest
@@ -61,6 +61,7 @@ func Run(t *testing.T, open Opener, node NodeOpener) {
 		{"Leader", leaderTests},
 		{"Wakeup", wakeupTests},
 		{"Key", keyTests},
+		{"Session", sessionTests},
 		{"Worker", workerTests},
 		{"Process", processTests},
 		{"Schedule", scheduleTests},

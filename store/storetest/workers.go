@@ -18,6 +18,7 @@ var workerTests = []test{
 	{"Requires", testWorkerRequires},
 	{"Prefers", testWorkerPrefers},
 	{"OfflineRace", testWorkerOfflineRace},
+	{"Queues", testWorkerQueues},
 }
 
 // newWorker registers a worker with a key of scope worker.

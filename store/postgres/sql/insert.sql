@@ -12,7 +12,8 @@ WITH inserted AS (
     INSERT INTO jobd_jobs (
         id, queue, kind, args, state, priority, run_at, max_attempts, lease_ttl,
         lock_key, partition_key, idempotency_key, args_hash, created_at, updated_at,
-        requires, prefers, trace_parent, timeout, schedule, scheduled_for, callback_url
+        requires, prefers, trace_parent, timeout, schedule, scheduled_for, callback_url,
+        idempotency_fingerprint
     )
     SELECT p.id, p.queue, p.kind, p.args, 'queued', p.priority,
            coalesce(p.run_at, $1::timestamptz, now()), p.max_attempts, p.lease_ttl,
@@ -24,17 +25,20 @@ WITH inserted AS (
            -- array of arrays of different lengths.
            p.requires::text[], p.prefers::text[], nullif(p.trace_parent, ''),
            -- $17 timeouts (NULL: none), $18 schedules ('': none), $19
-           -- their ticks (NULL: none); $20 callback URLs ('': none).
+           -- their ticks (NULL: none); $20 callback URLs ('': none); $21
+           -- the fingerprints of the requests of the keys ('': none).
            p.timeout, nullif(p.schedule, ''), p.scheduled_for,
-           nullif(p.callback_url, '')
+           nullif(p.callback_url, ''), nullif(p.fingerprint, '')
     FROM unnest(
         $2::uuid[], $3::text[], $4::text[], $5::jsonb[], $6::integer[], $7::timestamptz[],
         $8::integer[], $9::interval[], $10::text[], $11::text[], $12::text[], $13::text[],
-        $14::text[], $15::text[], $16::text[], $17::interval[], $18::text[], $19::timestamptz[], $20::text[]
+        $14::text[], $15::text[], $16::text[], $17::interval[], $18::text[], $19::timestamptz[], $20::text[],
+        $21::text[]
     ) WITH ORDINALITY AS p(
         id, queue, kind, args, priority, run_at,
         max_attempts, lease_ttl, lock_key, partition_key, idempotency_key, args_hash,
-        requires, prefers, trace_parent, timeout, schedule, scheduled_for, callback_url, ord
+        requires, prefers, trace_parent, timeout, schedule, scheduled_for, callback_url,
+        fingerprint, ord
     )
     ORDER BY p.ord -- within a batch, the first of two duplicates wins
     ON CONFLICT DO NOTHING

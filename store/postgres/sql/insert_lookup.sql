@@ -3,7 +3,9 @@
 -- args hash. $1 idempotency keys, $2 args hashes (NULL when unused); the
 -- result's ord is the 1-based position in those arrays. A position with no
 -- row lost its twin in between (finished, pruned) and is inserted again.
-SELECT p.ord,
+-- The twin's idempotency fingerprint comes second, for the driver to hold
+-- a key's twin to its request (job.ErrIdempotencyMismatch).
+SELECT p.ord, j.idempotency_fingerprint,
        j.id, j.queue, j.kind, j.args, j.state, j.priority, j.run_at, j.attempt, j.max_attempts,
        j.lease_ttl, j.lease_token, j.lease_owner, j.lease_expires_at, j.heartbeat_at, j.lock_key,
        j.partition_key, j.idempotency_key, j.args_hash, j.cancel_requested, j.progress,

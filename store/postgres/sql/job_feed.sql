@@ -5,6 +5,8 @@
 -- first page; $9 page size; $10 the horizon (NULL: none), below which
 -- every change has committed (feed_horizon.sql); $11
 -- idempotency_key (NULL: any).
+-- $12, $13: the queue names (NULL: any queue) and prefixes a caller is
+-- limited to (store.ListParams.QueuesIn).
 SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
        idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
@@ -22,5 +24,7 @@ WHERE updated_at >= $6::timestamptz
   AND ($4::text IS NULL OR lock_key = $4)
   AND ($5::text IS NULL OR partition_key = $5)
   AND ($11::text IS NULL OR idempotency_key = $11)
+  AND ($12::text[] IS NULL OR queue = ANY ($12)
+       OR EXISTS (SELECT FROM unnest($13::text[]) AS p (prefix) WHERE starts_with(queue, p.prefix)))
 ORDER BY updated_at, id
 LIMIT $9;

@@ -5,6 +5,8 @@
 -- (job_scan_bound.sql; NULL: none). The cursor and the bound are index
 -- conditions on the primary key whatever the plan: a missing one is the
 -- largest or the smallest uuid.
+-- $10, $11: the queue names (NULL: any queue) and prefixes a caller is
+-- limited to (store.ListParams.QueuesIn).
 SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
        idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
@@ -20,5 +22,7 @@ WHERE id < coalesce($6::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff')
   AND ($4::text IS NULL OR lock_key = $4)
   AND ($5::text IS NULL OR partition_key = $5)
   AND ($8::text IS NULL OR idempotency_key = $8)
+  AND ($10::text[] IS NULL OR queue = ANY ($10)
+       OR EXISTS (SELECT FROM unnest($11::text[]) AS p (prefix) WHERE starts_with(queue, p.prefix)))
 ORDER BY id DESC
 LIMIT $7;

@@ -1,4 +1,4 @@
 -- The API key record with public prefix $1.
-SELECT id, name, prefix, hash, scopes, created_at, coalesce(worker_id, '')
+SELECT id, name, prefix, hash, scopes, created_at, coalesce(worker_id, ''), queues
 FROM jobd_api_keys
 WHERE prefix = $1;

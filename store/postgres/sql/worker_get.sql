@@ -1,6 +1,6 @@
 -- Worker $1, with the jobs whose lease it holds.
 SELECT id, name, capabilities, metadata, status, disabled, last_heartbeat_at,
-       jobs_done, jobs_failed, created_at, updated_at,
+       jobs_done, jobs_failed, created_at, updated_at, queues,
        (SELECT count(*) FROM jobd_jobs j
         WHERE j.lease_expires_at IS NOT NULL AND j.lease_owner = w.id) AS running
 FROM jobd_workers w

@@ -1,5 +1,7 @@
--- The job with this idempotency key (at most one).
-SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl_us,
+-- The job with this idempotency key (at most one), after the fingerprint
+-- of the request that made it (NULL for none).
+SELECT idempotency_fingerprint,
+       id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl_us,
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
        idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
        last_error, created_at, started_at, finished_at, updated_at,

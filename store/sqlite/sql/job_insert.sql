@@ -6,12 +6,14 @@
 INSERT INTO jobd_jobs (
     id, queue, kind, args, state, priority, run_at, max_attempts, lease_ttl_us,
     lock_key, partition_key, idempotency_key, args_hash, created_at, updated_at,
-    requires, prefers, trace_parent, timeout_us, schedule, scheduled_for, callback_url
+    requires, prefers, trace_parent, timeout_us, schedule, scheduled_for, callback_url,
+    idempotency_fingerprint
 ) VALUES (
     :id, :queue, :kind, :args, 'queued', :priority, :run_at, :max_attempts, :lease_ttl_us,
     nullif(:lock_key, ''), nullif(:partition_key, ''), nullif(:idempotency_key, ''),
     nullif(:args_hash, ''), :now, :stamp, :requires, :prefers,
-    nullif(:trace_parent, ''), :timeout_us, nullif(:schedule, ''), :scheduled_for, nullif(:callback_url, '')
+    nullif(:trace_parent, ''), :timeout_us, nullif(:schedule, ''), :scheduled_for, nullif(:callback_url, ''),
+    nullif(:idempotency_fingerprint, '')
 )
 ON CONFLICT DO NOTHING
 RETURNING id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl_us,

@@ -15,6 +15,9 @@ WHERE (:queue = '' OR queue = :queue)
   AND (:lock_key = '' OR lock_key = :lock_key)
   AND (:partition_key = '' OR partition_key = :partition_key)
   AND (:idempotency_key = '' OR idempotency_key = :idempotency_key)
+  AND (:queues_limited = 0 OR queue IN (SELECT value FROM json_each(:queue_names))
+       OR EXISTS (SELECT 1 FROM json_each(:queue_prefixes) AS p
+                  WHERE substr(queue, 1, length(p.value)) = p.value))
   AND updated_at >= :since
   AND (updated_at, id) > (:after_at, :after_id)
 ORDER BY updated_at, id

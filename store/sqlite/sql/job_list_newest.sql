@@ -3,7 +3,8 @@
 -- :after is '~', which sorts after every lowercase uuid, so that the
 -- cursor is always a plain range on the primary key; :low, the lowest id
 -- the page may return (job_scan_bound.sql), is '' (below every id)
--- without a bound.
+-- without a bound. :queues_limited (0 or 1), :queue_names and
+-- :queue_prefixes (JSON arrays) are store.ListParams.QueuesIn.
 SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl_us,
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
        idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
@@ -17,6 +18,9 @@ WHERE (:queue = '' OR queue = :queue)
   AND (:lock_key = '' OR lock_key = :lock_key)
   AND (:partition_key = '' OR partition_key = :partition_key)
   AND (:idempotency_key = '' OR idempotency_key = :idempotency_key)
+  AND (:queues_limited = 0 OR queue IN (SELECT value FROM json_each(:queue_names))
+       OR EXISTS (SELECT 1 FROM json_each(:queue_prefixes) AS p
+                  WHERE substr(queue, 1, length(p.value)) = p.value))
   AND id < :after
   AND id >= :low
 ORDER BY id DESC

@@ -1,2 +1,2 @@
-INSERT INTO jobd_api_keys (id, name, prefix, hash, scopes, created_at, worker_id)
-VALUES (:id, :name, :prefix, :hash, :scopes, :created_at, nullif(:worker_id, ''))
+INSERT INTO jobd_api_keys (id, name, prefix, hash, scopes, created_at, worker_id, queues)
+VALUES (:id, :name, :prefix, :hash, :scopes, :created_at, nullif(:worker_id, ''), :queues)

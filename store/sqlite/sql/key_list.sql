@@ -1,3 +1,3 @@
-SELECT id, name, prefix, hash, scopes, created_at, coalesce(worker_id, '')
+SELECT id, name, prefix, hash, scopes, created_at, coalesce(worker_id, ''), queues
 FROM jobd_api_keys
 ORDER BY created_at, id
