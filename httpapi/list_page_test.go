@@ -19,8 +19,9 @@ import (
 )
 
 // wholePage is GET /api/v1/jobs's answer as it was made before pages were
-// read in parts: one store read of limit+1 jobs, encoded whole.
-func wholePage(t *testing.T, st store.Store, query string) (body []byte, total string) {
+// read in parts: one store read of limit+1 jobs, encoded whole, for a
+// caller limited to queues (nil: every queue).
+func wholePage(t *testing.T, st store.Store, query string, queues job.QueuePatterns) (body []byte, total string) {
 	t.Helper()
 	r := httptest.NewRequest("GET", "/api/v1/jobs?"+query, nil)
 	q, err := parseQuery(r, "queue", "kind", "state", "lock_key", "partition_key", "updated_since", "cursor", "limit")
@@ -31,6 +32,7 @@ func wholePage(t *testing.T, st store.Store, query string) (body []byte, total s
 	if err != nil {
 		t.Fatal(err)
 	}
+	params.QueuesIn = queues
 	limit := params.Limit
 	if limit > 0 {
 		params.Limit = limit + 1
@@ -65,8 +67,8 @@ func wholePage(t *testing.T, st store.Store, query string) (body []byte, total s
 
 // TestListInParts: a page read in parts and encoded a job at a time is,
 // byte for byte, the page read and encoded whole, in both orders, with
-// and without filters and cursors, whether it is sent at once or as it
-// is encoded.
+// and without filters and cursors, for a key limited to a queue or not,
+// whether it is sent at once or as it is encoded.
 func TestListInParts(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
@@ -79,6 +81,7 @@ func TestListInParts(t *testing.T) {
 			}
 		}
 		since := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+		limited := job.QueuePatterns{"b"}
 		for _, sizes := range []struct{ part, buffer int }{{listPartBytes, listBuffer}, {4 << 10, 1 << 10}, {1, 1}} {
 			s, err := newServer(Config{Store: st})
 			if err != nil {
@@ -87,18 +90,24 @@ func TestListInParts(t *testing.T) {
 			s.listPartBytes, s.listBuffer = sizes.part, sizes.buffer
 			for _, base := range []string{"", "queue=a", "state=queued", "updated_since=" + since, "updated_since=" + since + "&queue=b", "queue=none"} {
 				for _, limit := range []string{"", "limit=0", "limit=1", "limit=7", "limit=9", "limit=25", "limit=200"} {
+					// Every other page for a key limited to queue b.
+					var queues job.QueuePatterns
+					if len(limit)%2 == 1 {
+						queues = limited
+					}
 					query := strings.Trim(base+"&"+limit, "&")
 					// This page, then the next one through its cursor.
 					for range 2 {
-						want, total := wholePage(t, st, query)
+						want, total := wholePage(t, st, query, queues)
 						rec := httptest.NewRecorder()
-						if err := s.list(rec, httptest.NewRequest("GET", "/api/v1/jobs?"+query, nil)); err != nil {
+						req := withPrincipal(httptest.NewRequest("GET", "/api/v1/jobs?"+query, nil), Principal{Queues: queues})
+						if err := s.list(rec, req); err != nil {
 							t.Fatalf("%+v ?%s: %v", sizes, query, err)
 						}
 						if rec.Code != http.StatusOK || !bytes.Equal(rec.Body.Bytes(), want) || rec.Header().Get("X-Total-Count") != total ||
 							rec.Header().Get("Content-Type") != "application/json" {
-							t.Fatalf("%+v ?%s: %d (X-Total-Count %s)\n%.300s\nwant (X-Total-Count %s)\n%.300s",
-								sizes, query, rec.Code, rec.Header().Get("X-Total-Count"), rec.Body.Bytes(), total, want)
+							t.Fatalf("%+v ?%s (queues %v): %d (X-Total-Count %s)\n%.300s\nwant (X-Total-Count %s)\n%.300s",
+								sizes, query, queues, rec.Code, rec.Header().Get("X-Total-Count"), rec.Body.Bytes(), total, want)
 						}
 						var page api.JobList
 						if err := json.Unmarshal(want, &page); err != nil {
