@@ -178,6 +178,11 @@ func (s *server) create(w http.ResponseWriter, r *http.Request, body submission,
 	if err != nil {
 		return err
 	}
+	// jobd's own names first: refused (422) whatever the credential, so
+	// a queue-limited key learns the same as any other.
+	if err := job.CheckCallerInsert(&p); err != nil {
+		return err
+	}
 	if err := checkSubmitQueue(r, p.Queue); err != nil {
 		return err
 	}
