@@ -144,6 +144,34 @@ func (n *node) logTail() string {
 	return strings.Join(lines[max(0, len(lines)-30):], "\n")
 }
 
+// warmUp makes the node start what it starts once (its engine's
+// goroutines, its store's first connections) before a case measures it:
+// a read of each kind the cases make, then samples until the goroutines
+// hold still for three in a row (or a deadline passes: the bounds' slack
+// covers the rest).
+func (n *node) warmUp(t *testing.T) {
+	t.Helper()
+	for _, path := range []string{"/status", "/api/v1/jobs?limit=1", "/api/v1/queues"} {
+		req, _ := http.NewRequest("GET", n.base+path, nil)
+		req.Header.Set("Authorization", "Bearer "+n.secret)
+		resp, err := n.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	last, same := -1, 0
+	for deadline := time.Now().Add(30 * time.Second); same < 3 && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		g := n.sample(t).goroutines
+		if g == last {
+			same++
+		} else {
+			last, same = g, 1
+		}
+	}
+}
+
 // sample is what the node holds at one moment.
 type sample struct {
 	rssKiB     int64 // VmRSS

@@ -74,6 +74,7 @@ func TestResourcesBounded(t *testing.T) {
 				"idle-timeout": idleTimeout.String(), "max-streams": fmt.Sprint(maxStreams),
 				"max-streams-per-key": fmt.Sprint(maxStreamsPerKey),
 			})
+			n.warmUp(t)
 			var figures []figure
 			for _, c := range []struct {
 				name string
