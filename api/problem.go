@@ -69,6 +69,15 @@ const (
 	// answer says nothing of the job the key names: send the same request
 	// again, or use a new key.
 	ProblemIdempotencyMismatch = "https://jobd.dev/problems/idempotency-mismatch"
+	// ProblemTooManyRequests (429): a cap on what one caller or one node
+	// may hold open at once was reached (the event streams of
+	// GET /api/v1/jobs/{id}/stream); retry after the Retry-After delay,
+	// once one of them has ended.
+	ProblemTooManyRequests = "https://jobd.dev/problems/too-many-requests"
+	// ProblemUnsupportedMediaType (415): a route that reads a JSON body
+	// got a body of another Content-Type (an open server refuses it, so
+	// that a web page cannot send one; send application/json).
+	ProblemUnsupportedMediaType = "https://jobd.dev/problems/unsupported-media-type"
 )
 
 // ProblemContentType is the media type of a Problem body.
@@ -139,6 +148,8 @@ var problemKinds = []ProblemKind{
 	{ProblemUpstreamTimeout, http.StatusGatewayTimeout, "Upstream timeout", ClassUpstream},
 	{ProblemTaskTimeout, http.StatusGatewayTimeout, "Task still pending", ClassPending},
 	{ProblemIdempotencyMismatch, http.StatusUnprocessableEntity, "Idempotency key reused", ClassInvalid},
+	{ProblemTooManyRequests, http.StatusTooManyRequests, "Too many requests", ClassUnavailable},
+	{ProblemUnsupportedMediaType, http.StatusUnsupportedMediaType, "Unsupported media type", ClassInvalid},
 }
 
 // ProblemKinds returns every kind of problem jobd answers with, one per
@@ -158,14 +169,14 @@ func LookupProblem(typ string) (ProblemKind, bool) {
 
 // ClassOf classifies an error answer: by its problem type when jobd
 // defines it, otherwise (a proxy's HTML page, an unknown type) by its
-// status alone, where 502, 503 and 504 are taken as transient. It is ""
+// status alone, where 429, 502, 503 and 504 are taken as transient. It is ""
 // for a status that says nothing a caller can act on.
 func ClassOf(problemType string, status int) ProblemClass {
 	if k, ok := LookupProblem(problemType); ok {
 		return k.Class
 	}
 	switch status {
-	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusUnprocessableEntity:
 		return ClassInvalid
 	case http.StatusUnauthorized:
 		return ClassUnauthorized
@@ -175,7 +186,7 @@ func ClassOf(problemType string, status int) ProblemClass {
 		return ClassNotFound
 	case http.StatusConflict:
 		return ClassConflict
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return ClassUnavailable
 	}
 	return ""

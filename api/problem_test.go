@@ -15,6 +15,7 @@ var everyProblemType = []string{
 	api.ProblemDuplicate, api.ProblemLeaseLost, api.ProblemCanceled, api.ProblemInternal,
 	api.ProblemUpstreamFailed, api.ProblemProcessorFailed, api.ProblemUnavailable, api.ProblemBusy,
 	api.ProblemUpstreamTimeout, api.ProblemTaskTimeout, api.ProblemIdempotencyMismatch,
+	api.ProblemTooManyRequests, api.ProblemUnsupportedMediaType,
 }
 
 func TestProblemKinds(t *testing.T) {
@@ -71,9 +72,9 @@ func TestProblemKinds(t *testing.T) {
 // by its status alone.
 func TestClassOfStatus(t *testing.T) {
 	for status, want := range map[int]api.ProblemClass{
-		400: api.ClassInvalid, 413: api.ClassInvalid, 422: api.ClassInvalid, 401: api.ClassUnauthorized,
+		400: api.ClassInvalid, 413: api.ClassInvalid, 415: api.ClassInvalid, 422: api.ClassInvalid, 401: api.ClassUnauthorized,
 		403: api.ClassForbidden, 404: api.ClassNotFound, 409: api.ClassConflict,
-		502: api.ClassUnavailable, 503: api.ClassUnavailable, 504: api.ClassUnavailable,
+		429: api.ClassUnavailable, 502: api.ClassUnavailable, 503: api.ClassUnavailable, 504: api.ClassUnavailable,
 		500: "", 418: "", 200: "",
 	} {
 		for _, typ := range []string{"", "about:blank", "https://example.com/other"} {

@@ -149,7 +149,7 @@ func (c *Client) useTLS() error {
 // proxy's error page, an older server).
 var (
 	// ErrInvalid: the request was refused as malformed or breaking a rule
-	// (400, 405, 413, 422); Error.Problem.Field names the field.
+	// (400, 405, 413, 415, 422); Error.Problem.Field names the field.
 	ErrInvalid = errors.New("invalid request")
 	// ErrUnauthorized: missing or wrong credentials (401).
 	ErrUnauthorized = errors.New("unauthorized")
@@ -162,9 +162,10 @@ var (
 	// also matches ErrLeaseLost.
 	ErrConflict = errors.New("conflict")
 	// ErrUnavailable: retry later. The database does not answer, the
-	// server is too busy (503 with Retry-After, see Error.RetryAfter), or
-	// a proxy in front of it answered 502, 503 or 504 without a problem
-	// document.
+	// server is too busy (503 with Retry-After, see Error.RetryAfter), a
+	// cap on open event streams was reached (429 too-many-requests, with
+	// Retry-After), or a proxy in front of it answered 429, 502, 503 or
+	// 504 without a problem document.
 	ErrUnavailable = errors.New("unavailable")
 	// ErrUpstream: a service jobd called for the request failed: a
 	// process's processor (the process is now in error until a repair)

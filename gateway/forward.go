@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -111,6 +112,10 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request) {
 	if mode == modeSync {
 		ctx, cancel := context.WithTimeoutCause(r.Context(), up.Timeout, errTimeout)
 		defer cancel()
+		// The upstream's answer may come later than the server's write
+		// timeout (http.Server.WriteTimeout); a slow request body is still
+		// cut by its read timeout.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(up.Timeout + answerMargin))
 		call := &proxyCall{target: t, began: g.clock.Now()}
 		up.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, targetKey{}, call)))
 		return
@@ -135,6 +140,14 @@ type proxyCall struct {
 	target *url.URL
 	began  time.Time
 }
+
+// errSlowBody answers a request whose body did not come within the
+// server's read timeout (http.Server.ReadTimeout).
+var errSlowBody = problemf(api.ProblemBadRequest, "", "the request body did not arrive within the server's read timeout")
+
+// answerMargin is what a synchronous call's write deadline gives the
+// answer beyond its upstream's timeout.
+const answerMargin = 30 * time.Second
 
 // errTimeout is the cause of an upstream call's context when its timeout
 // passed.
@@ -171,6 +184,8 @@ func (g *Gateway) newProxy(up *upstream) http.Handler {
 			switch {
 			case errors.Is(context.Cause(r.Context()), errTimeout):
 				g.writeArangoError(w, r, problemf(api.ProblemUpstreamTimeout, "", "upstream %q did not answer within %s", up.Name, up.Timeout))
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				g.writeArangoError(w, r, errSlowBody) // the caller's body, not the upstream, was too slow
 			case r.Context().Err() != nil:
 				// The caller went away.
 			default:
@@ -188,6 +203,10 @@ func (g *Gateway) submit(w http.ResponseWriter, r *http.Request, up *upstream, r
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			return problemf(api.ProblemTooLarge, "", "an async request body may be at most %d bytes", tooLarge.Limit)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// Before the context, which net/http cancels with it.
+			return errSlowBody
 		}
 		if r.Context().Err() != nil {
 			return r.Context().Err()

@@ -218,7 +218,7 @@ func TestListsAndBadPaths(t *testing.T) {
 		want(t, "POST", n.do("POST", "/_api/job/done", ""), http.StatusMethodNotAllowed)
 
 		// A job of the API is not an async request.
-		r := n.do("POST", "/api/v1/jobs", `{"kind":"noop","queue":"other"}`)
+		r := n.do("POST", "/api/v1/jobs", `{"kind":"noop","queue":"other"}`, "Content-Type: application/json")
 		want(t, "submit an API job", r, http.StatusCreated)
 		var j api.Job
 		if err := json.Unmarshal(r.body, &j); err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/google/uuid"
@@ -227,6 +228,7 @@ func (s *server) getJob(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if wait > 0 && !j.State.Final() {
+		holdOpen(w, wait+answerMargin) // beyond the server's write timeout
 		if j, err = s.waitFinal(r, id, wait); err != nil {
 			return err
 		}
@@ -290,6 +292,9 @@ func (s *server) rerun(w http.ResponseWriter, r *http.Request) error {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			return problem.Errorf(api.ProblemTooLarge, "", "the request body is over the limit of %d bytes", tooLarge.Limit)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return errSlowBody
 		}
 		return badRequest("", "reading the request body: %v", err)
 	}

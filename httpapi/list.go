@@ -13,7 +13,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -29,6 +28,15 @@ const (
 // and comes back with its resume_cursor sees each later change once.
 // X-Total-Count always carries the number of matches; limit=0 returns
 // only that.
+//
+// A page is read from the store in parts and each job is encoded to the
+// connection before the next part is read (pageWriter), so that a page
+// of large jobs never sits whole in memory, nor its JSON, however slowly
+// its client reads. Each part reads as a page of its own would, from
+// where the one before ended: a job that changes meanwhile shows as it
+// is when its part is read (in the feed, a job changed after its part
+// was read may show again, later, in its new version, as it would on a
+// later page).
 func (s *server) list(w http.ResponseWriter, r *http.Request) error {
 	q, err := parseQuery(r, "queue", "kind", "state", "lock_key", "partition_key", "updated_since", "cursor", "limit")
 	if err != nil {
@@ -41,35 +49,64 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) error {
 	// A caller limited to queues lists their jobs only; a queue filter
 	// naming another matches nothing (an empty page, total 0).
 	params.QueuesIn = callerOf(r).Queues
-	limit := params.Limit
+	limit, resumed := params.Limit, params.After != nil
+	feed := params.UpdatedSince != nil
+	want := 0
 	if limit > 0 {
-		params.Limit = limit + 1 // one more tells whether a next page exists
+		want = limit + 1 // one more tells whether a next page exists
 	}
-	res, err := s.store.JobList(r.Context(), params)
+	part := params
+	part.Limit = min(want, listFirstPart)
+	res, err := s.store.JobList(r.Context(), part)
 	if err != nil {
 		return err
 	}
-	feed := params.UpdatedSince != nil
-	out := api.JobList{Jobs: make([]api.Job, 0, min(len(res.Jobs), limit)), Total: res.Total}
-	for i, j := range res.Jobs {
-		if i == limit {
-			out.NextCursor = encodeCursor(feed, cursorOf(res.Jobs[i-1]))
+	total := res.Total
+	w.Header().Set("X-Total-Count", strconv.FormatInt(total, 10))
+	pw := newPageWriter(w, s.listBuffer)
+	var last *job.Job // the page's last job
+	read, biggest, next := 0, 0, false
+	for {
+		for _, j := range res.Jobs {
+			if read++; read > limit {
+				next = true
+				break
+			}
+			if err := pw.job(toAPIJob(j)); err != nil {
+				return nil // the client is gone, or too slow (the write timeout)
+			}
+			last, biggest = j, max(biggest, jobBytes(j))
+		}
+		if next || len(res.Jobs) < part.Limit || read >= want {
 			break
 		}
-		out.Jobs = append(out.Jobs, toAPIJob(j))
+		c := cursorOf(last)
+		part.After, part.NoTotal = &c, true
+		part.Limit = min(want-read, max(1, s.listPartBytes/biggest))
+		if res, err = s.store.JobList(r.Context(), part); err != nil {
+			if !pw.started {
+				return err
+			}
+			s.log.Warn("list jobs: reading a part of a page failed; the answer is cut", "err", err)
+			panic(http.ErrAbortHandler) // never a short page that looks whole
+		}
+	}
+	var nextCursor, resumeCursor string
+	if next {
+		nextCursor = encodeCursor(feed, cursorOf(last))
 	}
 	if feed {
 		// A feed has no last page: the caller comes back for later changes
 		// from where this page ends (or from where it started, if empty).
 		switch {
-		case len(out.Jobs) > 0:
-			out.ResumeCursor = encodeCursor(feed, cursorOf(res.Jobs[len(out.Jobs)-1]))
-		case params.After != nil:
-			out.ResumeCursor = q.Get("cursor")
+		case last != nil:
+			resumeCursor = encodeCursor(feed, cursorOf(last))
+		case resumed:
+			resumeCursor = q.Get("cursor")
 		}
 	}
-	w.Header().Set("X-Total-Count", strconv.FormatInt(res.Total, 10))
-	return writeJSON(w, http.StatusOK, out)
+	_ = pw.end(nextCursor, resumeCursor, total)
+	return nil
 }
 
 func cursorOf(j *job.Job) store.Cursor { return store.Cursor{ID: j.ID, UpdatedAt: j.UpdatedAt} }

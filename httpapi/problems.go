@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -54,11 +55,16 @@ func marshal(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// errSlowBody answers a request whose body did not come within the
+// server's read timeout (http.Server.ReadTimeout).
+var errSlowBody = badRequest("", "the request body did not arrive within the server's read timeout")
+
 // decodeBody reads r's JSON body into dst, strictly: one JSON value, no
 // unknown members, no more than the configured limit, and nothing in any
 // member that a store cannot keep (checkMembers). Its errors are 400 or
-// 413 problems naming the field when the decoder tells which, and 422
-// problems naming the member that holds unstorable text.
+// 413 problems naming the field when the decoder tells which, 422
+// problems naming the member that holds unstorable text, and, on an open
+// server, 415 for a body not declared JSON (checkMediaType).
 func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any) error {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
@@ -66,10 +72,18 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any) err
 		if errors.As(err, &tooLarge) {
 			return problem.Errorf(api.ProblemTooLarge, "", "the request body is over the limit of %d bytes", tooLarge.Limit)
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return errSlowBody // before the context, which net/http cancels with it
+		}
 		if r.Context().Err() != nil {
 			return r.Context().Err()
 		}
 		return badRequest("", "reading the request body: %v", err)
+	}
+	if len(body) > 0 {
+		if err := s.checkMediaType(r); err != nil {
+			return err
+		}
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return badRequest("", "the request body is empty; a JSON object is expected")

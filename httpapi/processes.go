@@ -136,6 +136,7 @@ func (s *server) runTask(w http.ResponseWriter, r *http.Request, task process.Ta
 		return err
 	}
 	if !j.State.Final() {
+		holdOpen(w, wait+answerMargin) // beyond the server's write timeout
 		if j, err = s.waitTask(r, j.ID, wait); err != nil {
 			return err
 		}

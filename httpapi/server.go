@@ -105,6 +105,10 @@ type Config struct {
 	// Webhooks serves /api/v1/webhooks (the operators' subscriptions to
 	// alerts); nil answers them 404.
 	Webhooks *webhook.Service
+	// Streams bounds the job event streams (StreamLimits); give the API's
+	// Config and NewJobStream's the same one, so that their streams count
+	// against the same caps. Nil makes one with the default limits.
+	Streams *Streams
 }
 
 func (c Config) withDefaults() Config {
@@ -124,6 +128,9 @@ func (c Config) withDefaults() Config {
 		c.PreferWindow = DefaultPreferWindow
 	}
 	c.Observer = c.Observer.withDefaults()
+	if c.Streams == nil {
+		c.Streams, _ = NewStreams(StreamLimits{}) // the defaults are valid
+	}
 	if c.RetryDelay == nil {
 		c.RetryDelay = func(_ string, attempt int) time.Duration { return engine.DefaultBackoff.Delay(attempt, nil) }
 	}
@@ -159,6 +166,11 @@ type server struct {
 	schedules *schedule.Scheduler
 	// inserts commits concurrent single-job submissions together.
 	inserts *groupinsert.Inserter
+	// streams counts the open job event streams.
+	streams *Streams
+	// listPartBytes and listBuffer bound a page of GET /api/v1/jobs in
+	// memory (list_page.go's constants; the tests make them small).
+	listPartBytes, listBuffer int
 }
 
 // New returns the API handler.
@@ -177,7 +189,10 @@ func New(cfg Config) (http.Handler, error) {
 // NewJobStream returns the handler of a job's event stream, exactly as
 // GET /api/v1/jobs/{id}/stream serves it but without its credential
 // check: for a front end that checked its own (the dashboard's session).
-// The request's path value "id" names the job.
+// The request's path value "id" names the job; WithStreamCaller tells it
+// who the caller is and how to recheck that the caller may still read
+// (without it, the stream counts under the client's address and is
+// never rechecked).
 func NewJobStream(cfg Config) (http.Handler, error) {
 	s, err := newServer(cfg)
 	if err != nil {
@@ -196,14 +211,16 @@ func newServer(cfg Config) (*server, error) {
 		return nil, err
 	}
 	s := &server{
-		cfg:     cfg,
-		store:   cfg.Store,
-		log:     cfg.Logger,
-		clock:   cfg.Clock,
-		started: cfg.Clock.Now(),
-		auth:    newAuthenticator(cfg.Store, cfg.AdminSecret),
-		obs:     cfg.Observer,
-		inserts: groupinsert.New(cfg.Store, 0, 0),
+		cfg:           cfg,
+		store:         cfg.Store,
+		log:           cfg.Logger,
+		clock:         cfg.Clock,
+		started:       cfg.Clock.Now(),
+		auth:          newAuthenticator(cfg.Store, cfg.AdminSecret),
+		obs:           cfg.Observer,
+		inserts:       groupinsert.New(cfg.Store, 0, 0),
+		streams:       cfg.Streams,
+		listPartBytes: listPartBytes, listBuffer: listBuffer,
 	}
 	s.schedules = cfg.Schedules
 	if s.schedules == nil {
@@ -428,8 +445,10 @@ func (s *server) wrap(rt route) http.Handler {
 	})
 }
 
-// root answers requests no route matches with a problem document (404 or
-// 405) instead of the mux's plain text, and recovers handler panics.
+// root refuses a browser's request from a page of another site
+// (CrossSite), answers requests no route matches with a problem document
+// (404 or 405) instead of the mux's plain text, and recovers handler
+// panics.
 type root struct {
 	mux *http.ServeMux
 	s   *server
@@ -448,6 +467,10 @@ func (h *root) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
+	if CrossSite(r, false) {
+		h.s.writeError(rw, r, errCrossSite)
+		return
+	}
 	if handler, pattern := h.mux.Handler(r); pattern == "" {
 		r.Pattern = "" // no route of ours served it, whatever an outer mux said
 		h.unmatched(rw, r, handler)

@@ -99,6 +99,9 @@ func (s *server) workerClaim(w http.ResponseWriter, r *http.Request) error {
 	if err := s.store.WorkerSeen(ctx, wk.ID, "", 0, 0); err != nil {
 		return err
 	}
+	if wait > 0 {
+		holdOpen(w, wait+answerMargin) // beyond the server's write timeout
+	}
 	// Subscribe before the first claim, so that no wake-up falls between.
 	wake := make(chan struct{}, 1)
 	if wait > 0 && s.cfg.Wakeups != nil {

@@ -65,6 +65,9 @@ type dashOptions struct {
 	// Health is the node's queue health snapshot (web.Config.Health);
 	// nil reads the store.
 	Health func() (*store.Health, time.Time)
+	// Streams bounds the API's and the dashboard's event streams
+	// (default httpapi's).
+	Streams *httpapi.Streams
 }
 
 // dash is jobd's API and dashboard over a real store behind a real HTTP
@@ -81,7 +84,7 @@ type dash struct {
 func newDash(t testing.TB, st store.Store, o dashOptions) *dash {
 	t.Helper()
 	logger := slog.New(slog.DiscardHandler)
-	apiCfg := httpapi.Config{Store: st, AdminSecret: o.Secret, Logger: logger, PollInterval: 10 * time.Millisecond}
+	apiCfg := httpapi.Config{Store: st, AdminSecret: o.Secret, Logger: logger, PollInterval: 10 * time.Millisecond, Streams: o.Streams}
 	cfg := web.Config{Store: st, AdminSecret: o.Secret, Logger: logger, ScanLimit: o.ScanLimit, Clock: o.Clock, Health: o.Health}
 	// The one scheduler the API and the dashboard share, as in jobd serve
 	// (its ticker does not run here).

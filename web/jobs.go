@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/jobd/jobd/httpapi"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -177,13 +178,34 @@ func (s *server) items(w http.ResponseWriter, r *http.Request, v viewer) error {
 }
 
 // stream: GET /ui/jobs/{id}/stream, the API's job event stream under the
-// dashboard's session.
+// dashboard's session: it counts against the caps of the viewer's key
+// (or address, when authentication is off), and ends within the streams'
+// recheck interval once the session no longer reads (its key revoked,
+// its session ended).
 func (s *server) stream(w http.ResponseWriter, r *http.Request, v viewer) error {
 	if _, err := jobID(r); err != nil {
 		return err
 	}
-	s.cfg.JobStream.ServeHTTP(w, r)
+	p := v.principal
+	if v.open {
+		p = httpapi.Principal{Admin: true, Open: true}
+	}
+	var check func(ctx context.Context) (bool, error)
+	if !v.open {
+		check = func(ctx context.Context) (bool, error) { return s.stillReads(ctx, r) }
+	}
+	s.cfg.JobStream.ServeHTTP(w, httpapi.WithStreamCaller(r, httpapi.CallerID(p, r), check))
 	return nil
+}
+
+// stillReads reports whether the session of r may still read: the
+// check a page makes (viewerOf), made again.
+func (s *server) stillReads(ctx context.Context, r *http.Request) (bool, error) {
+	v, err := s.viewerOf(ctx, r)
+	if err != nil {
+		return false, err
+	}
+	return v.loggedIn && v.can(scopeRead), nil
 }
 
 // cancel: POST /ui/jobs/{id}/cancel, as POST /api/v1/jobs/{id}/cancel.

@@ -207,7 +207,25 @@ func (s *server) routes() http.Handler {
 	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, nil, notFound("no page %s", r.URL.Path))
 	})
-	return securityHeaders(mux)
+	return securityHeaders(s.refuseCrossSite(mux))
+}
+
+// refuseCrossSite refuses (403) a browser's request made for a page of
+// another site (httpapi.CrossSite), but for a link followed from there
+// to a page: a top-level navigation reads a page that site cannot see.
+// The forms' own check (checkForm) stands behind it.
+func (s *server) refuseCrossSite(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if httpapi.CrossSite(r, true) {
+			v, err := s.viewerOf(r.Context(), r)
+			if err == nil {
+				err = errCrossOrigin
+			}
+			s.fail(w, r, &v, err) // with the browser's own session id, as checkForm's
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // securityHeaders sets what every answer of the dashboard carries: no

@@ -67,6 +67,9 @@ type serveFlags struct {
 	metricsListen  string
 	metricsPublic  bool
 	healthInterval time.Duration
+
+	// The HTTP servers' timeouts and the event streams' bounds.
+	http httpFlags
 }
 
 // listFlag is a repeatable flag; each value may hold several items
@@ -117,6 +120,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.healthInterval, "queue-health-interval", telemetry.DefaultHealthInterval, "refresh period of the queue health gauges of /metrics (one store query each)")
 	f.hooks.register(fs)
 	f.pg.register(fs)
+	f.http.register(fs)
 }
 
 // minAdminSecret is the length, in characters, under which jobd serve
@@ -210,6 +214,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if err := f.hooks.check(); err != nil {
 		return usageError("%v", err)
 	}
+	if err := f.http.check(); err != nil {
+		return usageError("%v", err)
+	}
 	queues = f.hooks.queue(queues)
 	secrets := f.secrets(upstreams, spaces)
 	f.hooks.addSecrets(secrets)
@@ -276,13 +283,17 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	health := metrics.WatchHealth(telemetry.HealthConfig{Source: st, Interval: f.healthInterval, Logger: logger})
+	streams, err := f.http.streams()
+	if err != nil {
+		return usageError("%v", err)
+	}
 	apiCfg := httpapi.Config{
 		Store: st, Logger: logger, Version: buildinfo.Version(), AdminSecret: f.adminSecret,
 		MaxBodyBytes: int64(f.maxBody), MaxArgsBytes: f.maxArgs,
 		Wakeups: eng.Subscribe, PreferWindow: f.preferWindow, RetryDelay: eng.RetryDelay, QueueTimeout: eng.QueueTimeout,
 		ClaimPace: eng.ClaimPace, Metrics: metrics.Handler(), MetricsPublic: f.metricsPublic, Schedules: scheduler,
 		Observer: httpapi.Observer{Jobs: metrics, HTTP: metrics, Process: metrics, Tracer: tracer},
-		Webhooks: hooks,
+		Webhooks: hooks, Streams: streams,
 	}
 	if f.workerRetry != 0 {
 		logger.Warn("--worker-retry-delay (JOBD_WORKER_RETRY_DELAY) is deprecated and ignored: a job a remote worker fails as retryable waits its queue's backoff, as in the engine (--workers \"backoff\"), unless the worker sends retry_after")
@@ -312,7 +323,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		// The gateway's routes beside the API's, which serve its
 		// /api/v1/async/ results themselves.
 		mux := http.NewServeMux()
-		gwHandler := gw.Handler()
+		gwHandler := httpapi.RefuseCrossSite(gw.Handler(), false)
 		for _, p := range []string{"/gw/", "/_api/job", "/_api/job/"} {
 			mux.Handle(p, gwHandler)
 		}
@@ -327,7 +338,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if handler, err = withDashboard(apiCfg, handler, health, eng, gw, logger); err != nil {
 		return usageError("%v", err)
 	}
-	handler = httpapi.Instrument(handler, httpapi.InstrumentConfig{Logger: logger, Observer: metrics})
+	handler = httpapi.Instrument(guardHost(f.listen, handler), httpapi.InstrumentConfig{Logger: logger, Observer: metrics})
 
 	hctx, stopHealth := context.WithCancel(ctx)
 	healthDone := make(chan struct{})
@@ -335,7 +346,8 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	defer func() { stopHealth(); <-healthDone }()
 	if f.metricsListen != "" {
 		mh := httpapi.MetricsHandler(st, f.adminSecret, f.metricsPublic, metrics.Handler(), logger)
-		stop, err := serveMetrics(ctx, logger, f.metricsListen, httpapi.Instrument(mh, httpapi.InstrumentConfig{Logger: logger, Observer: metrics}))
+		mh = guardHost(f.metricsListen, httpapi.RefuseCrossSite(mh, false))
+		stop, err := serveMetrics(ctx, logger, f.metricsListen, f.http.server(httpapi.Instrument(mh, httpapi.InstrumentConfig{Logger: logger, Observer: metrics})))
 		if err != nil {
 			return err
 		}
@@ -347,7 +359,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 			return err
 		}
 	}
-	return serve(ctx, env, logger, f.listen, handler, eng, certs)
+	return serve(ctx, env, logger, f.listen, f.http.server(handler), eng, certs)
 }
 
 // gateway builds the async gateway over the store and the engine.
@@ -372,12 +384,13 @@ func (f *serveFlags) gateway(st store.Store, eng *engine.Engine, upstreams []gat
 	return gateway.New(cfg)
 }
 
-// serve runs the HTTP server and the engine until ctx ends, then stops
-// both: the engine finishes or releases its jobs, the server drains.
+// serve runs the HTTP server srv (its handler and timeouts set) and the
+// engine until ctx ends, then stops both: the engine finishes or releases
+// its jobs, the server drains.
 //
 // With certs, it serves HTTPS with the certificate certs holds, which
 // follows its files.
-func serve(ctx context.Context, env *Env, logger *slog.Logger, addr string, handler http.Handler, eng *engine.Engine, certs *certfile.Reloader) error {
+func serve(ctx context.Context, env *Env, logger *slog.Logger, addr string, srv *http.Server, eng *engine.Engine, certs *certfile.Reloader) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -387,13 +400,9 @@ func serve(ctx context.Context, env *Env, logger *slog.Logger, addr string, hand
 	// and event streams end at once instead of holding Shutdown up.
 	baseCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return baseCtx },
-		// Its errors are its clients' (a TLS handshake refused): warnings.
-		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
+	srv.BaseContext = func(net.Listener) context.Context { return baseCtx }
+	// Its errors are its clients' (a TLS handshake refused): warnings.
+	srv.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	scheme := "http"
 	if certs != nil {
 		scheme = "https"

@@ -82,14 +82,13 @@ func shutdownTracing(ctx context.Context, tp *sdktrace.TracerProvider, logger *s
 	}
 }
 
-// serveMetrics serves handler (GET /metrics) on addr until stop is
-// called.
-func serveMetrics(ctx context.Context, logger *slog.Logger, addr string, handler http.Handler) (stop func(), err error) {
+// serveMetrics runs srv, the server of GET /metrics, on addr until stop
+// is called.
+func serveMetrics(ctx context.Context, logger *slog.Logger, addr string, srv *http.Server) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-listen: %w", err)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	logger.Info("jobd serving metrics", "addr", ln.Addr().String())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()

@@ -52,6 +52,8 @@ func TestFromError(t *testing.T) {
 		{problem.Errorf(api.ProblemBusy, "", "busy"), api.ProblemBusy, ""},
 		{problem.Errorf(api.ProblemUpstreamTimeout, "", "slow"), api.ProblemUpstreamTimeout, ""},
 		{problem.Errorf(api.ProblemTaskTimeout, "", "pending"), api.ProblemTaskTimeout, ""},
+		{problem.Errorf(api.ProblemTooManyRequests, "", "too many streams"), api.ProblemTooManyRequests, ""},
+		{problem.Errorf(api.ProblemUnsupportedMediaType, "Content-Type", "not JSON"), api.ProblemUnsupportedMediaType, "Content-Type"},
 	}
 	covered := map[string]bool{}
 	for _, c := range cases {

@@ -320,6 +320,12 @@ func walk(t *testing.T, driver string) {
 		{api.ProblemIdempotencyMismatch, "a key reused with other args", func() *http.Response {
 			return n.do("POST", "/api/v1/jobs", `{"queue":"idle","kind":"k","idempotency_key":"walk","args":{"n":1}}`)
 		}},
+		{api.ProblemTooManyRequests, "a stream past the node's cap", func() *http.Response {
+			return streamPastCap(t, n.st, queued.ID)
+		}},
+		{api.ProblemUnsupportedMediaType, "a text/plain body without credentials", func() *http.Response {
+			return send(t, openAPI(t, n.st, nil), "POST", "/api/v1/jobs", `{"kind":"k"}`, "Content-Type: text/plain")
+		}},
 	}
 	gatewaySteps := []step{
 		{api.ProblemBadRequest, "bad X-Async", func() *http.Response { return n.do("POST", "/gw/up/echo", "", "X-Async: maybe") }},
@@ -381,6 +387,36 @@ func walk(t *testing.T, driver string) {
 			t.Errorf("no request through the gateway produced %s", typ)
 		}
 	}
+}
+
+// openAPI serves an API without credentials over st, its streams
+// counted by streams (nil: the defaults), and returns its URL.
+func openAPI(t *testing.T, st store.Store, streams *httpapi.Streams) string {
+	t.Helper()
+	h, err := httpapi.New(httpapi.Config{Store: st, Logger: quiet, Streams: streams})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// streamPastCap opens the stream of job id on an API that holds one
+// stream at most, then asks for another.
+func streamPastCap(t *testing.T, st store.Store, id uuid.UUID) *http.Response {
+	t.Helper()
+	streams, err := httpapi.NewStreams(httpapi.StreamLimits{MaxOpen: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := openAPI(t, st, streams)
+	first := send(t, base, "GET", "/api/v1/jobs/"+id.String()+"/stream", "")
+	t.Cleanup(func() { first.Body.Close() })
+	if first.StatusCode != http.StatusOK {
+		t.Fatalf("the first stream: %d", first.StatusCode)
+	}
+	return send(t, base, "GET", "/api/v1/jobs/"+id.String()+"/stream", "")
 }
 
 // statusOfClosedStore asks GET /status of an API whose store is closed.

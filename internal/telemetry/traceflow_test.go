@@ -95,6 +95,9 @@ func testTraceFlow(t *testing.T, st store.Store) {
 	post := func(path, body string, hdr ...string) (*http.Response, string) {
 		t.Helper()
 		req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))
+		if strings.HasPrefix(path, "/api/") {
+			req.Header.Set("Content-Type", "application/json") // the gateway's /gw/ bodies are any
+		}
 		for i := 0; i+1 < len(hdr); i += 2 {
 			req.Header.Set(hdr[i], hdr[i+1])
 		}
