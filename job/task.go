@@ -193,3 +193,21 @@ func hasKind(events []WorkflowEvent, k WorkflowEventKind) bool {
 	}
 	return false
 }
+
+// CanceledWithWorkflow is the journal detail of a task its workflow's cancel
+// canceled, or asked to stop.
+const CanceledWithWorkflow = "workflow canceled"
+
+// CancelTask decides the cancel of a task by its workflow's cancel: as
+// Cancel decides (a waiting or queued task canceled at once, a running
+// one asked to stop, a repeated request writing nothing), journaled with
+// the detail CanceledWithWorkflow.
+func CancelTask(f Facts, now time.Time) (Transition, bool, error) {
+	t, write, err := Cancel(f, now)
+	if err != nil || !write {
+		return t, write, err
+	}
+	t.Event.Detail = CanceledWithWorkflow
+	t.Events[len(t.Events)-1].Detail = CanceledWithWorkflow
+	return t, true, nil
+}

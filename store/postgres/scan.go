@@ -19,7 +19,8 @@ import (
 //	idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
 //	last_error, created_at, started_at, finished_at, updated_at,
 //	requires, prefers, attempted_at, trace_parent,
-//	schedule, scheduled_for, timeout, deadline, rerun, previous_state, previous_result, callback_url
+//	schedule, scheduled_for, timeout, deadline, rerun, previous_state, previous_result, callback_url,
+//	workflow_id, workflow_ref, run_on, wait_for, dependencies, pending, canceled_by
 //
 // The journal column is not among them: only JobEvents reads it.
 type jobRow struct {
@@ -32,6 +33,9 @@ type jobRow struct {
 	schedule, previousState                              pgtype.Text
 	timeout                                              *time.Duration
 	previousResult                                       []byte
+	workflowID, canceledBy                               pgtype.UUID
+	ref, runOn, waitFor                                  pgtype.Text
+	dependencies, pending                                pgtype.Int4
 }
 
 // dest returns the scan destinations, in column order.
@@ -44,6 +48,7 @@ func (r *jobRow) dest() []any {
 		&r.lastError, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.UpdatedAt,
 		&j.Requires, &j.Prefers, &j.AttemptedAt, &r.traceParent,
 		&r.schedule, &j.ScheduledFor, &r.timeout, &j.Deadline, &j.Rerun, &r.previousState, &r.previousResult, &r.callbackURL,
+		&r.workflowID, &r.ref, &r.runOn, &r.waitFor, &r.dependencies, &r.pending, &r.canceledBy,
 	}
 }
 
@@ -69,6 +74,9 @@ func (r *jobRow) job() (*job.Job, error) {
 	j.CallbackURL = r.callbackURL.String
 	j.Checkpoint = r.checkpoint
 	j.Result = r.result
+	j.WorkflowID, j.CanceledBy = r.workflowID.Bytes, r.canceledBy.Bytes
+	j.Ref, j.RunOn, j.WaitFor = r.ref.String, job.RunOn(r.runOn.String), job.WaitFor(r.waitFor.String)
+	j.Dependencies, j.Pending = int(r.dependencies.Int32), int(r.pending.Int32)
 	if r.progress != nil {
 		if err := json.Unmarshal(r.progress, &j.Progress); err != nil {
 			return nil, errorf("postgres: job %s: decode progress: %w", j.ID, err)

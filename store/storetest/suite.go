@@ -74,6 +74,7 @@ func Run(t *testing.T, open Opener, node NodeOpener) {
 		{"FlowNodes", flowNodeTests},
 		{"FlowWake", flowWakeTests},
 		{"FlowRules", flowRuleTests},
+		{"Workflow", workflowTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
