@@ -30,6 +30,8 @@ var jobColumns = []string{
 	"schedule", "scheduled_for", "timeout_us", "deadline", // 006_schedules
 	"rerun", "previous_state", "previous_result",
 	"callback_url", // 007_webhooks
+	"workflow_id", "workflow_ref", "run_on", "wait_for", // 012_workflows
+	"dependencies", "pending", "canceled_by",
 }
 
 // scanner is *sql.Row or *sql.Rows.
@@ -50,6 +52,9 @@ func scanJob(sc scanner) (*job.Job, error) {
 		lastError, requires, prefers           sql.NullString
 		traceParent, schedule, previousState   sql.NullString
 		callbackURL                            sql.NullString
+		workflowID, ref, runOn, waitFor        sql.NullString
+		canceledBy                             sql.NullString
+		dependencies, pending                  sql.NullInt64
 		previousResult                         sql.NullString
 		scheduledFor, timeout, deadline        sql.NullInt64
 		expiresAt, heartbeatAt, attemptedAt    sql.NullInt64
@@ -65,6 +70,7 @@ func scanJob(sc scanner) (*job.Job, error) {
 		&createdAt, &startedAt, &finishedAt, &updatedAt,
 		&requires, &prefers, &attemptedAt, &traceParent,
 		&schedule, &scheduledFor, &timeout, &deadline, &j.Rerun, &previousState, &previousResult, &callbackURL,
+		&workflowID, &ref, &runOn, &waitFor, &dependencies, &pending, &canceledBy,
 	)
 	if err != nil {
 		return nil, notFound(err)
@@ -110,6 +116,18 @@ func scanJob(sc scanner) (*job.Job, error) {
 	j.Deadline = fromNullMicro(deadline)
 	j.PreviousState = job.State(previousState.String)
 	j.PreviousResult = rawJSON(previousResult)
+	if workflowID.Valid {
+		if j.WorkflowID, err = uuid.Parse(workflowID.String); err != nil {
+			return nil, fmt.Errorf("job %s: workflow id: %w", id, err)
+		}
+	}
+	if canceledBy.Valid {
+		if j.CanceledBy, err = uuid.Parse(canceledBy.String); err != nil {
+			return nil, fmt.Errorf("job %s: canceled by: %w", id, err)
+		}
+	}
+	j.Ref, j.RunOn, j.WaitFor = ref.String, job.RunOn(runOn.String), job.WaitFor(waitFor.String)
+	j.Dependencies, j.Pending = int(dependencies.Int64), int(pending.Int64)
 	if j.Requires, err = scanList(requires); err != nil {
 		return nil, fmt.Errorf("job %s: requires: %w", id, err)
 	}

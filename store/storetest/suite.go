@@ -75,6 +75,8 @@ func Run(t *testing.T, open Opener, node NodeOpener) {
 		{"FlowWake", flowWakeTests},
 		{"FlowRules", flowRuleTests},
 		{"Workflow", workflowTests},
+		{"WorkflowRules", workflowRuleTests},
+		{"WorkflowConcurrent", workflowConcurrentTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
