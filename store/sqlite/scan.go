@@ -29,7 +29,7 @@ var jobColumns = []string{
 	"trace_parent",                                        // 005_trace_parent
 	"schedule", "scheduled_for", "timeout_us", "deadline", // 006_schedules
 	"rerun", "previous_state", "previous_result",
-	"callback_url", // 007_webhooks
+	"callback_url",                                      // 007_webhooks
 	"workflow_id", "workflow_ref", "run_on", "wait_for", // 012_workflows
 	"dependencies", "pending", "canceled_by",
 }
