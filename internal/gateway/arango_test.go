@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/jobd/jobd/api"
-	"github.com/jobd/jobd/gateway"
+	"github.com/jobd/jobd/internal/gateway"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/api"
-	"github.com/jobd/jobd/gateway"
+	"github.com/jobd/jobd/internal/gateway"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/gateway"
+	"github.com/jobd/jobd/internal/gateway"
 	"github.com/jobd/jobd/internal/testsignal"
 	"github.com/jobd/jobd/job"
 )

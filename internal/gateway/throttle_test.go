@@ -15,7 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/jobd/jobd/flow"
-	"github.com/jobd/jobd/gateway"
+	"github.com/jobd/jobd/internal/gateway"
 	"github.com/jobd/jobd/job"
 )
 

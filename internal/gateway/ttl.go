@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jobd/jobd/maintenance"
+	"github.com/jobd/jobd/internal/maintenance"
 )
 
 // DutyResultTTL names the removal of expired results among the

@@ -12,11 +12,11 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/jobd/jobd/internal/pgtest"
-	"github.com/jobd/jobd/internal/teststore"
+	"github.com/jobd/jobd/internal/groupinsert"
+	"github.com/jobd/jobd/internal/testutil/pgtest"
+	"github.com/jobd/jobd/internal/testutil/teststore"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
-	"github.com/jobd/jobd/store/groupinsert"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/internal/httpapi"
 	"github.com/jobd/jobd/store"
 )
 

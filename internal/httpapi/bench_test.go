@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/jobd/jobd/api"
-	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/internal/httpapi"
 )
 
 // BenchmarkSubmit sends single-job POST /api/v1/jobs requests from

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/internal/httpapi"
 )
 
 // fuzzHandlers are the API over each store, for the fuzz targets.

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/api"
-	"github.com/jobd/jobd/httpapi"
-	"github.com/jobd/jobd/internal/pgtest"
-	"github.com/jobd/jobd/internal/teststore"
+	"github.com/jobd/jobd/internal/httpapi"
+	"github.com/jobd/jobd/internal/testutil/pgtest"
+	"github.com/jobd/jobd/internal/testutil/teststore"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/api"
-	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/internal/httpapi"
 	"github.com/jobd/jobd/store"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobd/jobd/internal/teststore"
+	"github.com/jobd/jobd/internal/testutil/teststore"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )

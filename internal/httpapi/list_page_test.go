@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/api"
-	"github.com/jobd/jobd/internal/teststore"
+	"github.com/jobd/jobd/internal/testutil/teststore"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )

@@ -63,7 +63,7 @@ func servedByGateway(item map[string]json.RawMessage) bool {
 // its route's scope ("bearer" with that scope, none for a public route),
 // so that a client, and the auth matrix test that reads the served
 // document, know what every route needs. (The gateway's routes are held
-// to their declared scopes by that matrix, internal/surface.)
+// to their declared scopes by that matrix, internal/systest/surface.)
 func TestOpenAPIScopesMatchRoutes(t *testing.T) {
 	var doc struct {
 		Paths map[string]map[string]json.RawMessage `json:"paths"`

@@ -9,8 +9,8 @@ import (
 
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/client"
-	"github.com/jobd/jobd/httpapi"
-	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/httpapi"
+	"github.com/jobd/jobd/internal/testutil/pgtest"
 	"github.com/jobd/jobd/store/postgres"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/jobd/jobd/engine"
-	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/internal/httpapi"
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/store"
 )

@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/jobd/jobd/api"
-	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/internal/httpapi"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )

@@ -9,7 +9,6 @@ import (
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/flow"
 	"github.com/jobd/jobd/job"
-	"github.com/jobd/jobd/ops"
 	"github.com/jobd/jobd/store"
 )
 
@@ -54,7 +53,7 @@ func (s *server) setPaused(w http.ResponseWriter, r *http.Request, paused bool) 
 	if err := checkQueueName(name); err != nil {
 		return err
 	}
-	if err := ops.SetQueuePaused(r.Context(), s.store, name, paused); err != nil {
+	if err := s.store.QueueSetPaused(r.Context(), name, paused); err != nil {
 		return err
 	}
 	return s.writeQueue(w, r, store.QueueSettings{Name: name, Paused: paused})

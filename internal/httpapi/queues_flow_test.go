@@ -13,8 +13,8 @@ import (
 
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/engine"
-	"github.com/jobd/jobd/httpapi"
-	"github.com/jobd/jobd/internal/pgtest/migrated"
+	"github.com/jobd/jobd/internal/httpapi"
+	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"

@@ -19,13 +19,13 @@ import (
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/internal/groupinsert"
 	"github.com/jobd/jobd/internal/problem"
+	"github.com/jobd/jobd/internal/webhook"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/schedule"
 	"github.com/jobd/jobd/store"
-	"github.com/jobd/jobd/store/groupinsert"
-	"github.com/jobd/jobd/webhook"
 )
 
 // Defaults of Config.

@@ -12,7 +12,7 @@ import (
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/engine/builtin"
-	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/internal/httpapi"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )

@@ -7,8 +7,8 @@ import (
 
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/internal/problem"
+	"github.com/jobd/jobd/internal/webhook"
 	"github.com/jobd/jobd/store"
-	"github.com/jobd/jobd/webhook"
 )
 
 // webhooks returns the webhook service, or the problem of a server

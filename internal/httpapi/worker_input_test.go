@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jobd/jobd/api"
-	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/internal/httpapi"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/jobd/jobd/api"
-	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/internal/httpapi"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )

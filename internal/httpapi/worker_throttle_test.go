@@ -7,7 +7,7 @@ import (
 
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/flow"
-	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/internal/httpapi"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )

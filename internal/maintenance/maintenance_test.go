@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/internal/maintenance"
 	"github.com/jobd/jobd/internal/testsignal"
-	"github.com/jobd/jobd/maintenance"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/sqlite"
 )

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/maintenance"
+	"github.com/jobd/jobd/internal/maintenance"
 	"github.com/jobd/jobd/store"
 )
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/maintenance"
+	"github.com/jobd/jobd/internal/maintenance"
 )
 
 // Defaults of SweepConfig.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/remote"
+	"github.com/jobd/jobd/internal/remote"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/sqlite"
 )

@@ -10,10 +10,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/jobd/jobd/internal/pgtest/migrated"
+	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
+	"github.com/jobd/jobd/internal/web"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
-	"github.com/jobd/jobd/web"
 )
 
 // benchFill writes n jobs straight into a PostgreSQL table, as a week of

@@ -20,15 +20,15 @@ import (
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/engine/builtin"
-	"github.com/jobd/jobd/gateway"
-	"github.com/jobd/jobd/httpapi"
-	"github.com/jobd/jobd/internal/pgtest"
-	"github.com/jobd/jobd/internal/teststore"
+	"github.com/jobd/jobd/internal/gateway"
+	"github.com/jobd/jobd/internal/httpapi"
+	"github.com/jobd/jobd/internal/testutil/pgtest"
+	"github.com/jobd/jobd/internal/testutil/teststore"
+	"github.com/jobd/jobd/internal/web"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/schedule"
 	"github.com/jobd/jobd/store"
-	"github.com/jobd/jobd/web"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -10,9 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/internal/httpapi"
 	"github.com/jobd/jobd/job"
-	"github.com/jobd/jobd/ops"
 	"github.com/jobd/jobd/store"
 )
 
@@ -183,7 +182,7 @@ func (s *server) setPaused(w http.ResponseWriter, r *http.Request, paused bool) 
 	if err := httpapi.CheckQueueName(name); err != nil {
 		return err
 	}
-	if err := ops.SetQueuePaused(r.Context(), s.store, name, paused); err != nil {
+	if err := s.store.QueueSetPaused(r.Context(), name, paused); err != nil {
 		return err
 	}
 	what := "resumed"

@@ -4,7 +4,7 @@
 // client of the service layer the HTTP API uses: its reads are the
 // store's read methods the API calls, and each of its actions calls
 // exactly what the matching API handler calls (the store's JobCancel,
-// JobRetry and JobRerun, ops.SetQueuePaused, the scheduler's Pause,
+// JobRetry and JobRerun, QueueSetPaused, the scheduler's Pause,
 // Resume and Trigger, the store's worker methods, the process runner's
 // Submit, the gateway's DeleteResult); it holds no SQL and no rule of its
 // own. Pages read without JavaScript; the script localises
@@ -30,9 +30,9 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/gateway"
-	"github.com/jobd/jobd/httpapi"
 	"github.com/jobd/jobd/internal/flight"
+	"github.com/jobd/jobd/internal/gateway"
+	"github.com/jobd/jobd/internal/httpapi"
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/schedule"
 	"github.com/jobd/jobd/store"

@@ -9,9 +9,9 @@ import (
 
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/internal/webhook"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
-	"github.com/jobd/jobd/webhook"
 )
 
 // TestAlertEvents: each alert type fires, with its documented payload and

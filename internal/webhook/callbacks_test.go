@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/internal/webhook"
 	"github.com/jobd/jobd/job"
-	"github.com/jobd/jobd/webhook"
 )
 
 // TestCallbackToLoopbackRefused: by default a callback to 127.0.0.1 is

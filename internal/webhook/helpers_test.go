@@ -23,15 +23,15 @@ import (
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/engine"
-	"github.com/jobd/jobd/internal/pgtest"
-	"github.com/jobd/jobd/internal/pgtest/migrated"
-	"github.com/jobd/jobd/internal/storewatch"
 	"github.com/jobd/jobd/internal/testsignal"
+	"github.com/jobd/jobd/internal/testutil/pgtest"
+	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
+	"github.com/jobd/jobd/internal/testutil/storewatch"
+	"github.com/jobd/jobd/internal/webhook"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
 	"github.com/jobd/jobd/store/sqlite"
-	"github.com/jobd/jobd/webhook"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

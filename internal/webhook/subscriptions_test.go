@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/internal/webhook"
 	"github.com/jobd/jobd/job"
-	"github.com/jobd/jobd/webhook"
 )
 
 // TestSubscriptions: the service checks what it stores, keeps a secret

@@ -11,9 +11,9 @@ import (
 
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/internal/maintenance"
 	"github.com/jobd/jobd/internal/testsignal"
 	"github.com/jobd/jobd/job"
-	"github.com/jobd/jobd/maintenance"
 	"github.com/jobd/jobd/observe"
 	"github.com/jobd/jobd/store"
 )

@@ -15,7 +15,7 @@ import (
 
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/client"
-	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/testutil/pgtest"
 )
 
 // The shape of the run.

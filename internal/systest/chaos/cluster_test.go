@@ -13,7 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/testutil/pgtest"
 )
 
 // The PostgreSQL side: the nodes connect as role jobd, which is no

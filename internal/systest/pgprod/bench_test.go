@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jobd/jobd/internal/pgtest/migrated"
+	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
 )
 
 // TestBenchNodes runs `jobd bench --mode nodes` with one node and a small

@@ -13,7 +13,7 @@ import (
 
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/client"
-	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/testutil/pgtest"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store/postgres"
 )

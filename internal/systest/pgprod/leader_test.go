@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/jobd/jobd/internal/pgtest/migrated"
+	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
 )
 
 // The hand-over run's shape: three nodes, one killed every killEvery.

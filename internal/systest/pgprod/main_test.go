@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/testutil/pgtest"
 )
 
 func TestMain(m *testing.M) {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/engine"
-	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/testutil/pgtest"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"

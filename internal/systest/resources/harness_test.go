@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/testutil/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobd/jobd/internal/pgtest/migrated"
+	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"

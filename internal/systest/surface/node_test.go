@@ -19,16 +19,15 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/jobd/jobd"
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/engine"
-	"github.com/jobd/jobd/gateway"
-	"github.com/jobd/jobd/httpapi"
-	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/gateway"
+	"github.com/jobd/jobd/internal/testutil/pgtest"
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
 	"github.com/jobd/jobd/store/sqlite"
-	"github.com/jobd/jobd/webhook"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -148,52 +147,32 @@ func startNode(t *testing.T, driver string) *node {
 	upURL, _ := url.Parse(up.URL)
 	upURL.User = url.UserPassword("svc", n.creds.upstreamPasswd)
 
-	eng, err := engine.New(engine.Config{
-		Store: rec, Logger: log, Listen: true, ShutdownTimeout: 100 * time.Millisecond,
-		// No rescue of expired leases but at start: it would requeue the
-		// jobs the tests claim and leave, behind the fingerprints' back.
-		ReaperInterval: 24 * time.Hour,
-		Queues: []engine.QueueConfig{
-			{Queue: gateway.Queue, Concurrency: 4, Backoff: engine.Backoff{Base: time.Millisecond, Max: 10 * time.Millisecond}},
-			{Queue: process.DefaultQueue, Concurrency: 4},
+	// As jobd serve composes it (jobd.NewServer), with the test's
+	// processor, upstream and store recorder.
+	server, err := jobd.NewServer(ctx, jobd.Config{
+		Store: rec, Logger: log, AdminSecret: n.creds.admin,
+		Engine: engine.Config{
+			ShutdownTimeout: 100 * time.Millisecond,
+			// No rescue of expired leases but at start: it would requeue
+			// the jobs the tests claim and leave, behind the fingerprints'
+			// back.
+			ReaperInterval: 24 * time.Hour,
+			Queues: []engine.QueueConfig{
+				{Queue: gateway.Queue, Concurrency: 4, Backoff: engine.Backoff{Base: time.Millisecond, Max: 10 * time.Millisecond}},
+				{Queue: process.DefaultQueue, Concurrency: 4},
+			},
 		},
+		HTTP:      jobd.HTTPConfig{MaxBodyBytes: maxBody, PollInterval: 5 * time.Millisecond},
+		Processes: []process.Namespace{{Name: namespace, Processor: process.ProcessorFunc(countCalls)}},
+		Gateway:   jobd.GatewayConfig{Upstreams: []jobd.Upstream{{Name: upstreamName, URL: upURL}}},
+		// No pool for the deliveries' queue: what the fuzz subscribes to
+		// is queued, never sent.
+		Webhooks: jobd.WebhookConfig{CallbackSecret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", Concurrency: -1},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	procs, err := process.New(rec, eng, "", []process.Namespace{{Name: namespace, Processor: process.ProcessorFunc(countCalls)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw, err := gateway.New(gateway.Config{
-		Store: rec, Engine: eng, Logger: log, Authorizer: httpapi.NewAuthorizer(rec, n.creds.admin),
-		Upstreams: []gateway.Upstream{{Name: upstreamName, URL: upURL}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// No pool for the deliveries' queue: what the fuzz subscribes to is
-	// queued, never sent.
-	hooks, err := webhook.New(webhook.Config{
-		Store: rec, Engine: eng, Logger: log, CallbackSecret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	apiHandler, err := httpapi.New(httpapi.Config{
-		Store: rec, Logger: log, AdminSecret: n.creds.admin, MaxBodyBytes: maxBody,
-		Wakeups: eng.Subscribe, PollInterval: 5 * time.Millisecond,
-		Async: gw.Results(), Processes: procs, Webhooks: hooks,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// As jobd serve mounts them.
-	mux := http.NewServeMux()
-	for _, p := range []string{"/gw/", "/_api/job", "/_api/job/"} {
-		mux.Handle(p, gw.Handler())
-	}
-	mux.Handle("/", apiHandler)
+	mux := server.Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if tag := r.Header.Get(tagHeader); tag != "" {
 			ctx, calls := withCallLog(r.Context())
@@ -207,8 +186,8 @@ func startNode(t *testing.T, driver string) *node {
 	runCtx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := eng.Run(runCtx); err != nil {
-			t.Errorf("engine: %v", err)
+		if err := server.Run(runCtx); err != nil {
+			t.Errorf("server: %v", err)
 		}
 	})
 	t.Cleanup(func() {

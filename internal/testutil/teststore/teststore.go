@@ -1,6 +1,6 @@
 // Package teststore opens, for tests, a migrated store of either driver:
 // SQLite in a file of the test's temporary directory, PostgreSQL in a
-// copy of the migrated template (internal/pgtest/migrated; the test
+// copy of the migrated template (internal/testutil/pgtest/migrated; the test
 // binary's TestMain must call pgtest.Main). The store closes when the
 // test ends.
 package teststore
@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/jobd/jobd/internal/pgtest/migrated"
+	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
 	"github.com/jobd/jobd/store/sqlite"

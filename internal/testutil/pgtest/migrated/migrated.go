@@ -11,7 +11,7 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/testutil/pgtest"
 	"github.com/jobd/jobd/store/postgres"
 )
 
