@@ -269,7 +269,7 @@ func runnerGoroutines() []string {
 	for g := range strings.SplitSeq(string(buf), "\n\n") {
 		// Goroutines started by wg.Go say "created by sync": look for the
 		// package's frames instead.
-		if strings.Contains(g, "github.com/jobd/jobd/maintenance.") && !strings.Contains(g, "testing.tRunner") {
+		if strings.Contains(g, "github.com/jobd/jobd/internal/maintenance.") && !strings.Contains(g, "testing.tRunner") {
 			found = append(found, g)
 		}
 	}

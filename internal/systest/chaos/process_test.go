@@ -130,7 +130,7 @@ func tail(path string, n int) string {
 // run with it.
 func buildJobd(t *testing.T, dir string) string {
 	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ var (
 func jobd(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		root, err := filepath.Abs(filepath.Join("..", ".."))
+		root, err := filepath.Abs(filepath.Join("..", "..", ".."))
 		if err != nil {
 			buildErr = err
 			return

@@ -28,7 +28,7 @@ func buildJobd(t *testing.T, dir string) string {
 	if bin := os.Getenv("JOBD_RESOURCES_BIN"); bin != "" {
 		return bin
 	}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
