@@ -10,9 +10,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/internal/maintenance"
 	"github.com/jobd/jobd/internal/testsignal"
 	"github.com/jobd/jobd/job"
-	"github.com/jobd/jobd/maintenance"
 	"github.com/jobd/jobd/store"
 )
 

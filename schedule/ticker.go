@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/jobd/jobd/internal/maintenance"
 	"github.com/jobd/jobd/job"
-	"github.com/jobd/jobd/maintenance"
 	"github.com/jobd/jobd/store"
 )
 
