@@ -66,7 +66,8 @@ type WorkflowDecided struct {
 // transaction, in order) do to their dependents, at now: nodes are the
 // tasks the step may change, read with their rows locked (every direct
 // dependent of an end, and every dependent of a task the dependency rule
-// may cancel: see the drivers' reads), edges the dependencies into them.
+// may cancel: see the drivers' reads), edges the dependencies into them
+// (an edge given twice counts once).
 // It returns the dependents' transitions (job.DependenciesEnded), and the
 // ends of the tasks it canceled, which propagate in turn, after ends.
 // A dependent not waiting (final, or queued by an earlier release) is
@@ -77,8 +78,12 @@ func DecidePropagate(ends []TaskEnd, nodes []TaskNode, edges []Edge, now time.Ti
 		byID[nodes[i].ID] = &nodes[i]
 	}
 	children := make(map[uuid.UUID][]uuid.UUID)
+	seen := make(map[Edge]bool, len(edges))
 	for _, e := range edges {
-		children[e.DependsOn] = append(children[e.DependsOn], e.Task)
+		if !seen[e] { // a walk may meet an edge twice
+			seen[e] = true
+			children[e.DependsOn] = append(children[e.DependsOn], e.Task)
+		}
 	}
 	type decision struct {
 		pending int

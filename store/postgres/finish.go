@@ -80,22 +80,30 @@ func (s *executor) finishRest(ctx context.Context, outcomes []store.Outcome, res
 }
 
 // finishGeneral is the general path of JobFinish, in a transaction of
-// its own (or the caller's).
+// its own (or the caller's). Every transaction locks tasks in one order
+// (see workflow_reach_lock.sql); should PostgreSQL still break a
+// deadlock by failing this one, a transaction of its own is run again
+// (in the caller's, the deadlock aborted it: the error goes back).
 func (s *executor) finishGeneral(ctx context.Context, outcomes []store.Outcome) ([]store.FinishResult, error) {
-	var (
-		results []store.FinishResult
-		applied applied
-	)
-	err := s.transact(ctx, func(r *rounds) error {
-		var err error
-		results, applied, err = s.finish(ctx, r, outcomes)
-		return err
-	})
-	if err != nil {
-		return nil, err
+	for try := 0; ; try++ {
+		var (
+			results []store.FinishResult
+			applied applied
+		)
+		err := s.transact(ctx, func(r *rounds) error {
+			var err error
+			results, applied, err = s.finish(ctx, r, outcomes)
+			return err
+		})
+		if err != nil && s.tx == nil && deadlock(err) && try < insertRounds {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.afterCommit(func() { s.wakeLater(applied) })
+		return results, nil
 	}
-	s.afterCommit(func() { s.wakeLater(applied) })
-	return results, nil
 }
 
 // finishSucceeded applies a batch of successes of distinct jobs in one

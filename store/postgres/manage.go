@@ -290,7 +290,11 @@ func (s *executor) JobPrune(ctx context.Context, before time.Time, limit int) (i
 	if err := s.db.QueryRow(ctx, pruneSQL, before, limit, s.now()).Scan(&n); err != nil {
 		return 0, errorf("postgres: prune finished jobs: %w", err)
 	}
-	if err := s.db.QueryRow(ctx, workflowPruneSQL, before, limit).Scan(&tasks); err != nil {
+	err := s.transact(ctx, func(r *rounds) error {
+		return r.pinnedRound(ctx, true, func(b *pgx.Batch) { b.Queue(workflowPruneSQL, before, limit) },
+			func(br pgx.BatchResults) error { return br.QueryRow().Scan(&tasks) })
+	})
+	if err != nil {
 		return 0, errorf("postgres: prune finished workflows: %w", err)
 	}
 	return n + tasks, nil

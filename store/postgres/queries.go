@@ -171,8 +171,6 @@ var (
 	taskSetStateSQL string
 	//go:embed sql/workflow_set.sql
 	workflowSetSQL string
-	//go:embed sql/task_inputs.sql
-	taskInputsSQL string
 	//go:embed sql/workflow_tasks_lock_active.sql
 	workflowTasksLockActiveSQL string
 	//go:embed sql/workflow_plan.sql

@@ -218,6 +218,14 @@ func (p prefixedRow) Scan(dest ...any) error { return p.row.Scan(append([]any{p.
 func (s *executor) WorkflowGet(ctx context.Context, id uuid.UUID) (*store.WorkflowDetail, error) {
 	var d *store.WorkflowDetail
 	err := s.readSnapshot(ctx, func(q querier) error {
+		// Planned as pinnedRound plans: the tasks found by the workflow
+		// index whatever the statistics say.
+		if _, err := q.Exec(ctx, plannerOrderedSQL); err != nil {
+			return err
+		}
+		if s.tx != nil {
+			defer func() { _, _ = q.Exec(ctx, plannerResetSQL) }()
+		}
 		var journal []byte
 		w, err := scanWorkflow(q.QueryRow(ctx, workflowGetSQL, pgUUID(id)), &journal)
 		if err != nil {

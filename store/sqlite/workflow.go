@@ -203,7 +203,16 @@ func readEdges(ctx context.Context, q queryer, id uuid.UUID) ([]store.Edge, erro
 		}
 		edges = append(edges, e)
 	}
-	return edges, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(edges, func(a, b store.Edge) int {
+		if c := slices.Compare(a.Task[:], b.Task[:]); c != 0 {
+			return c
+		}
+		return slices.Compare(a.DependsOn[:], b.DependsOn[:])
+	})
+	return edges, nil
 }
 
 // WorkflowList returns a page of workflows, newest first, and the count
@@ -397,14 +406,23 @@ func pruneWorkflows(ctx context.Context, tx *sql.Tx, before int64, limit int) (i
 	if err != nil {
 		return 0, err
 	}
-	var ids []string
+	var (
+		ids   []string
+		total int
+	)
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var (
+			id string
+			n  int
+		)
+		if err := rows.Scan(&id, &n); err != nil {
 			rows.Close()
 			return 0, err
 		}
-		ids = append(ids, id)
+		if len(ids) > 0 && total+n > limit {
+			break
+		}
+		ids, total = append(ids, id), total+n
 	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return 0, err

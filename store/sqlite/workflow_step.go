@@ -58,23 +58,25 @@ func (s *executor) step(ctx context.Context, tx *jobWrite, wake *wakeups, ends [
 	var (
 		nodes []store.TaskNode
 		edges []store.Edge
+		read  = make(map[uuid.UUID]bool)
 	)
 	for rows.Next() {
-		var parents string
-		n, err := scanTaskNode(rows, &parents)
+		var parent string
+		n, err := scanTaskNode(rows, &parent)
 		if err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("read dependents: %w", err)
 		}
-		var ids []uuid.UUID
-		if err := json.Unmarshal([]byte(parents), &ids); err != nil {
+		p, err := uuid.Parse(parent)
+		if err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("read dependents: parents of %s: %w", n.ID, err)
+			return nil, fmt.Errorf("read dependents: a dependency of %s: %w", n.ID, err)
 		}
-		for _, p := range ids {
-			edges = append(edges, store.Edge{Task: n.ID, DependsOn: p})
+		edges = append(edges, store.Edge{Task: n.ID, DependsOn: p})
+		if !read[n.ID] {
+			read[n.ID] = true
+			nodes = append(nodes, n)
 		}
-		nodes = append(nodes, n)
 	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return nil, fmt.Errorf("read dependents: %w", err)

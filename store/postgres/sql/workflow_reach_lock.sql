@@ -35,5 +35,5 @@ SELECT j.id, j.workflow_id, j.workflow_ref, j.queue, j.run_on, coalesce(j.pendin
        coalesce(j.wait_for, ''), n.parents
 FROM nodes n
 JOIN jobd_jobs j ON j.id = ANY (ARRAY[n.child])
-ORDER BY j.id
+ORDER BY n.child -- j.id, in an order the primary key's walk cannot offer (see lock_held.sql)
 FOR UPDATE OF j;

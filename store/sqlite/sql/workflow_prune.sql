@@ -1,9 +1,11 @@
--- Retention of workflows: the finished workflows whose finished_at is
--- before :before, oldest first, as many as hold at most :limit tasks
--- together, and at least one; the driver deletes each with its tasks and
--- edges (workflow_delete.sql).
-SELECT id
-FROM (SELECT id, sum(tasks) OVER (ORDER BY finished_at, id) - tasks AS before_it
-      FROM (SELECT id, tasks, finished_at FROM jobd_workflows
-            WHERE finished_at < :before ORDER BY finished_at, id LIMIT :limit))
-WHERE before_it < :limit
+-- Retention of workflows: up to :limit finished workflows whose
+-- finished_at is before :before, oldest first, with their numbers of
+-- tasks; the driver takes as many as hold at most :limit tasks together,
+-- and at least one, and deletes each with its tasks and edges
+-- (workflow_delete_edges.sql, workflow_delete_tasks.sql,
+-- workflow_delete.sql). Found by the finished_at index, in its order.
+SELECT id, tasks
+FROM jobd_workflows
+WHERE finished_at < :before
+ORDER BY finished_at
+LIMIT :limit
