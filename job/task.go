@@ -171,7 +171,7 @@ type WorkflowTransition struct {
 func WorkflowTasksChanged(w *Workflow, delta TaskCounts, events []WorkflowEvent, now time.Time) WorkflowTransition {
 	c := TaskCounts{Succeeded: w.Succeeded + delta.Succeeded, Failed: w.Failed + delta.Failed, Canceled: w.Canceled + delta.Canceled}
 	t := WorkflowTransition{From: w.State, Counts: c, Events: events,
-		State: WorkflowStateOf(w.Tasks, c.Succeeded, c.Failed, c.Canceled)}
+		State: WorkflowStateOf(w.TaskCount, c.Succeeded, c.Failed, c.Canceled)}
 	if t.State.Final() {
 		t.FinishedAt = w.FinishedAt
 	}

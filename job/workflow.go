@@ -111,9 +111,10 @@ type Workflow struct {
 	// IdempotencyKey names the workflow for as long as it is retained;
 	// "" for none.
 	IdempotencyKey string
-	// Tasks counts its tasks; Succeeded, Failed and Canceled those final
-	// in each state, kept in the transaction of each task's final state.
-	Tasks     int
+	// TaskCount counts its tasks; Succeeded, Failed and Canceled those
+	// final in each state, kept in the transaction of each task's final
+	// state.
+	TaskCount int
 	Succeeded int
 	Failed    int
 	Canceled  int

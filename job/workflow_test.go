@@ -189,7 +189,7 @@ func TestRetryTaskAndRestore(t *testing.T) {
 }
 
 func TestWorkflowTasksChanged(t *testing.T) {
-	w := &Workflow{State: WorkflowRunning, Tasks: 3, Succeeded: 1}
+	w := &Workflow{State: WorkflowRunning, TaskCount: 3, Succeeded: 1}
 	tr := WorkflowTasksChanged(w, TaskCounts{Succeeded: 1}, nil, now)
 	if tr.State != WorkflowRunning || tr.Finished || len(tr.Events) != 0 || tr.Counts.Succeeded != 2 {
 		t.Fatalf("one more success of three: %+v", tr)
@@ -198,7 +198,7 @@ func TestWorkflowTasksChanged(t *testing.T) {
 	if tr.State != WorkflowFailed || !tr.Finished || tr.FinishedAt == nil || len(tr.Events) != 1 || tr.Events[0].Kind != WorkflowEventFailed {
 		t.Fatalf("the last two end failed and canceled: %+v", tr)
 	}
-	done := &Workflow{State: WorkflowFailed, Tasks: 3, Succeeded: 2, Failed: 1, FinishedAt: &now}
+	done := &Workflow{State: WorkflowFailed, TaskCount: 3, Succeeded: 2, Failed: 1, FinishedAt: &now}
 	tr = WorkflowTasksChanged(done, TaskCounts{Failed: -1}, nil, now)
 	if tr.State != WorkflowRunning || tr.FinishedAt != nil || len(tr.Events) != 1 || tr.Events[0].Kind != WorkflowEventRetried {
 		t.Fatalf("a failed task retried: %+v", tr)

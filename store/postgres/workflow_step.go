@@ -135,7 +135,7 @@ func scanWorkflow(row pgx.Row, extra ...any) (*job.Workflow, error) {
 		w     job.Workflow
 		state string
 	)
-	dest := append([]any{uuidDest(&w.ID), &w.Name, &state, &w.IdempotencyKey, &w.Tasks, &w.Succeeded, &w.Failed,
+	dest := append([]any{uuidDest(&w.ID), &w.Name, &state, &w.IdempotencyKey, &w.TaskCount, &w.Succeeded, &w.Failed,
 		&w.Canceled, &w.CreatedAt, &w.UpdatedAt, &w.FinishedAt}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err

@@ -277,7 +277,7 @@ func scanWorkflow(sc scanner, extra ...any) (*job.Workflow, error) {
 		createdAt, updatedAt int64
 		finishedAt           sql.NullInt64
 	)
-	dest := append([]any{&id, &w.Name, &state, &w.IdempotencyKey, &w.Tasks, &w.Succeeded, &w.Failed, &w.Canceled,
+	dest := append([]any{&id, &w.Name, &state, &w.IdempotencyKey, &w.TaskCount, &w.Succeeded, &w.Failed, &w.Canceled,
 		&createdAt, &updatedAt, &finishedAt}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return nil, notFound(err)

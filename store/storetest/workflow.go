@@ -27,7 +27,7 @@ var workflowTests = []test{
 
 func testWorkflowSubmit(t *testing.T, e *env) {
 	f := e.submit(t, "diamond", wtask("q", "a"), wtask("q", "b", "a"), wtask("q", "c", "a"), wtask("q", "d", "b", "c"))
-	if f.Workflow.State != job.WorkflowRunning || f.Workflow.Tasks != 4 || f.Workflow.Name != "diamond" || f.Workflow.FinishedAt != nil {
+	if f.Workflow.State != job.WorkflowRunning || f.Workflow.TaskCount != 4 || f.Workflow.Name != "diamond" || f.Workflow.FinishedAt != nil {
 		t.Fatalf("submitted workflow: %+v", f.Workflow)
 	}
 	a, d := f.byRef["a"], f.byRef["d"]
