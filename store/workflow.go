@@ -78,6 +78,11 @@ type WorkflowStore interface {
 	// workflow runs again (journal "retried"). job.ErrWrongState when no
 	// task is failed or canceled, job.ErrNotFound when there is none.
 	WorkflowRetry(ctx context.Context, id uuid.UUID) (*job.Workflow, error)
+	// WorkflowDelete deletes a finished workflow with all its tasks (and
+	// their journals) and edges, in one transaction, and returns how many
+	// tasks it deleted. job.ErrWrongState when the workflow is running
+	// (cancel it first), job.ErrNotFound when there is none.
+	WorkflowDelete(ctx context.Context, id uuid.UUID) (int, error)
 }
 
 // WorkflowSubmitParams says what WorkflowSubmit inserts.

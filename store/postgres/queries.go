@@ -189,4 +189,8 @@ var (
 	workflowCountSQL string
 	//go:embed sql/workflow_prune.sql
 	workflowPruneSQL string
+	//go:embed sql/workflow_delete.sql
+	workflowDeleteSQL string
+	//go:embed sql/workflow_tasks_lock_all.sql
+	workflowTasksLockAllSQL string
 )

@@ -504,3 +504,31 @@ func scanClaimed(rows pgx.Rows) ([]*job.Job, error) {
 	}
 	return jobs, rows.Err()
 }
+
+// WorkflowDelete deletes a finished workflow with its tasks and edges,
+// in one round trip: its tasks locked, then the workflow. See
+// store.WorkflowStore.
+func (s *executor) WorkflowDelete(ctx context.Context, id uuid.UUID) (int, error) {
+	var (
+		state string
+		tasks int
+	)
+	err := s.transact(ctx, func(r *rounds) error {
+		return r.pinnedRound(ctx, true, func(b *pgx.Batch) {
+			b.Queue(workflowTasksLockAllSQL, pgUUID(id))
+			b.Queue(workflowDeleteSQL, pgUUID(id))
+		}, func(br pgx.BatchResults) error {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+			return notFound(br.QueryRow().Scan(&state, &tasks))
+		})
+	})
+	if err == nil && state == string(job.WorkflowRunning) {
+		err = fmt.Errorf("workflow is running: %w", job.ErrWrongState)
+	}
+	if err != nil {
+		return 0, errorf("postgres: delete workflow %s: %w", id, err)
+	}
+	return tasks, nil
+}

@@ -429,17 +429,48 @@ func pruneWorkflows(ctx context.Context, tx *sql.Tx, before int64, limit int) (i
 	}
 	tasks := 0
 	for _, id := range ids {
-		if _, err := tx.ExecContext(ctx, workflowDeleteEdgesSQL, sql.Named("id", id)); err != nil {
-			return 0, err
-		}
-		n, err := deleteJobs(ctx, tx, workflowDeleteTasksSQL, sql.Named("id", id))
+		n, err := deleteWorkflow(ctx, tx, id)
 		if err != nil {
 			return 0, err
 		}
 		tasks += n
-		if _, err := tx.ExecContext(ctx, workflowDeleteSQL, sql.Named("id", id)); err != nil {
-			return 0, err
-		}
 	}
 	return tasks, nil
+}
+
+// deleteWorkflow deletes workflow id's edges, tasks and row, and returns
+// how many tasks it deleted.
+func deleteWorkflow(ctx context.Context, tx *sql.Tx, id string) (int, error) {
+	if _, err := tx.ExecContext(ctx, workflowDeleteEdgesSQL, sql.Named("id", id)); err != nil {
+		return 0, err
+	}
+	n, err := deleteJobs(ctx, tx, workflowDeleteTasksSQL, sql.Named("id", id))
+	if err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, workflowDeleteSQL, sql.Named("id", id)); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// WorkflowDelete deletes a finished workflow with its tasks and edges, in
+// one write transaction. See store.WorkflowStore.
+func (s *executor) WorkflowDelete(ctx context.Context, id uuid.UUID) (int, error) {
+	var n int
+	err := s.jobsTx(ctx, func(tx *jobWrite) error {
+		wfs, err := readWorkflows(ctx, tx, []uuid.UUID{id})
+		if err != nil {
+			return err
+		}
+		if !wfs[0].State.Final() {
+			return fmt.Errorf("workflow is running: %w", job.ErrWrongState)
+		}
+		n, err = deleteWorkflow(ctx, tx.Tx, id.String())
+		return err
+	})
+	if err != nil {
+		return 0, errorf("sqlite: delete workflow %s: %w", id, err)
+	}
+	return n, nil
 }

@@ -23,6 +23,7 @@ var workflowTests = []test{
 	{"GetAndList", testWorkflowGetAndList},
 	{"TaskOnlyRules", testWorkflowTaskOnlyRules},
 	{"InTx", testWorkflowInTx},
+	{"Delete", testWorkflowDelete},
 }
 
 func testWorkflowSubmit(t *testing.T, e *env) {
@@ -384,5 +385,27 @@ func testWorkflowInTx(t *testing.T, e *env) {
 	wantErr(t, "InTx", err, errTxTest)
 	if n := e.total(t); n != 0 {
 		t.Fatalf("a workflow submitted in a rolled-back transaction left %d jobs", n)
+	}
+}
+
+func testWorkflowDelete(t *testing.T, e *env) {
+	f := e.submit(t, "w", wtask("q", "a"), wtask("q", "b", "a"))
+	_, err := e.s.WorkflowDelete(t.Context(), f.Workflow.ID)
+	wantErr(t, "WorkflowDelete of a running workflow", err, job.ErrWrongState)
+	e.get(t, f.id(t, "a"))
+	other := e.submit(t, "other", wtask("o", "x"))
+	if _, err := e.s.WorkflowCancel(t.Context(), f.Workflow.ID); err != nil {
+		t.Fatal(err)
+	}
+	n, err := e.s.WorkflowDelete(t.Context(), f.Workflow.ID)
+	if err != nil || n != 2 {
+		t.Fatalf("WorkflowDelete: %d %v, want its 2 tasks", n, err)
+	}
+	e.gone(t, f.id(t, "a"))
+	e.gone(t, f.id(t, "b"))
+	_, err = e.s.WorkflowDelete(t.Context(), f.Workflow.ID)
+	wantErr(t, "WorkflowDelete again", err, job.ErrNotFound)
+	if d := e.workflow(t, other.Workflow.ID); len(d.Tasks) != 1 {
+		t.Fatalf("another workflow lost its tasks")
 	}
 }

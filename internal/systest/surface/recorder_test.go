@@ -225,6 +225,11 @@ func (r recorder) WorkflowRetry(ctx context.Context, id uuid.UUID) (*job.Workflo
 	return r.st.WorkflowRetry(ctx, id)
 }
 
+func (r recorder) WorkflowDelete(ctx context.Context, id uuid.UUID) (int, error) {
+	note(ctx, "WorkflowDelete")
+	return r.st.WorkflowDelete(ctx, id)
+}
+
 func (r recorder) QueueDepth(ctx context.Context, queue string) (store.QueueDepth, error) {
 	note(ctx, "QueueDepth")
 	return r.st.QueueDepth(ctx, queue)

@@ -269,3 +269,9 @@ func (s *Store) WorkflowRetry(ctx context.Context, id uuid.UUID) (*job.Workflow,
 	defer s.Wrote()
 	return s.Store.WorkflowRetry(ctx, id)
 }
+
+// WorkflowDelete calls the store's, then Wrote.
+func (s *Store) WorkflowDelete(ctx context.Context, id uuid.UUID) (int, error) {
+	defer s.Wrote()
+	return s.Store.WorkflowDelete(ctx, id)
+}
