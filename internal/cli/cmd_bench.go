@@ -42,7 +42,7 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	hold := fs.Duration("hold", 0, "flow mode: how long each job runs (0: a no-op); with no-op jobs one partition's seldom overlap")
 	nodes := fs.String("nodes", "1,2,4,8", "nodes mode: the counts of `jobd serve` nodes to measure, in turn")
 	nodeConc := fs.Int("node-concurrency", bench.DefaultNodeConcurrency, "nodes mode: each node's worker pool")
-	runs := fs.Int("runs", 1, "nodes mode: runs of each count (the figures are their min, median and max)")
+	runs := fs.Int("runs", 1, "nodes and workflow modes: runs of each measure (the figures are their min, median and max)")
 	keep := fs.Bool("keep", false, "leave the bench queue's jobs in the database")
 	asJSON := fs.Bool("json", false, "print the figures as one JSON object")
 	withMetrics := fs.Bool("metrics", false, "record the engine's metrics (and refresh the queue health snapshot every 5s), as serve does")
