@@ -201,3 +201,42 @@ func DecodeInputs(raw []byte) (map[string]job.Input, error) {
 	}
 	return inputs, nil
 }
+
+// DecodeTaskColumns sets j's workflow columns from raw, the one JSON
+// array every driver's whole-job statements select them as (so that a
+// job outside workflows costs the client one NULL column, not seven):
+// workflow_id, workflow_ref, run_on, wait_for, dependencies, pending,
+// canceled_by, each null when NULL.
+func DecodeTaskColumns(j *job.Job, raw []byte) error {
+	var (
+		workflowID, canceledBy *uuid.UUID
+		ref, runOn, waitFor    *string
+		dependencies, pending  *int
+	)
+	cols := [7]any{&workflowID, &ref, &runOn, &waitFor, &dependencies, &pending, &canceledBy}
+	if err := json.Unmarshal(raw, &cols); err != nil {
+		return fmt.Errorf("decode its workflow columns %s: %w", raw, err)
+	}
+	if workflowID != nil {
+		j.WorkflowID = *workflowID
+	}
+	if canceledBy != nil {
+		j.CanceledBy = *canceledBy
+	}
+	if ref != nil {
+		j.Ref = *ref
+	}
+	if runOn != nil {
+		j.RunOn = job.RunOn(*runOn)
+	}
+	if waitFor != nil {
+		j.WaitFor = job.WaitFor(*waitFor)
+	}
+	if dependencies != nil {
+		j.Dependencies = *dependencies
+	}
+	if pending != nil {
+		j.Pending = *pending
+	}
+	return nil
+}

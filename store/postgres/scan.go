@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // jobRow receives the columns every statement that returns whole jobs
@@ -20,8 +21,12 @@ import (
 //	last_error, created_at, started_at, finished_at, updated_at,
 //	requires, prefers, attempted_at, trace_parent,
 //	schedule, scheduled_for, timeout, deadline, rerun, previous_state, previous_result, callback_url,
-//	workflow_id, workflow_ref, run_on, wait_for, dependencies, pending, canceled_by
+//	CASE WHEN workflow_id IS NOT NULL OR wait_for IS NOT NULL THEN json_build_array(
+//	    workflow_id, workflow_ref, run_on, wait_for, dependencies, pending, canceled_by) END
 //
+// The last is the columns of a workflow task, or of a waiting job, as
+// one JSON array (store.DecodeTaskColumns), and one NULL for any other job: a job
+// outside workflows costs the client one column more, not seven.
 // The journal column is not among them: only JobEvents reads it.
 type jobRow struct {
 	j                                                    job.Job
@@ -33,9 +38,7 @@ type jobRow struct {
 	schedule, previousState                              pgtype.Text
 	timeout                                              *time.Duration
 	previousResult                                       []byte
-	workflowID, canceledBy                               pgtype.UUID
-	ref, runOn, waitFor                                  pgtype.Text
-	dependencies, pending                                pgtype.Int4
+	task                                                 []byte
 }
 
 // dest returns the scan destinations, in column order.
@@ -48,7 +51,7 @@ func (r *jobRow) dest() []any {
 		&r.lastError, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.UpdatedAt,
 		&j.Requires, &j.Prefers, &j.AttemptedAt, &r.traceParent,
 		&r.schedule, &j.ScheduledFor, &r.timeout, &j.Deadline, &j.Rerun, &r.previousState, &r.previousResult, &r.callbackURL,
-		&r.workflowID, &r.ref, &r.runOn, &r.waitFor, &r.dependencies, &r.pending, &r.canceledBy,
+		&r.task,
 	}
 }
 
@@ -74,9 +77,11 @@ func (r *jobRow) job() (*job.Job, error) {
 	j.CallbackURL = r.callbackURL.String
 	j.Checkpoint = r.checkpoint
 	j.Result = r.result
-	j.WorkflowID, j.CanceledBy = r.workflowID.Bytes, r.canceledBy.Bytes
-	j.Ref, j.RunOn, j.WaitFor = r.ref.String, job.RunOn(r.runOn.String), job.WaitFor(r.waitFor.String)
-	j.Dependencies, j.Pending = int(r.dependencies.Int32), int(r.pending.Int32)
+	if r.task != nil {
+		if err := store.DecodeTaskColumns(&j, r.task); err != nil {
+			return nil, errorf("postgres: job %s: %w", j.ID, err)
+		}
+	}
 	if r.progress != nil {
 		if err := json.Unmarshal(r.progress, &j.Progress); err != nil {
 			return nil, errorf("postgres: job %s: decode progress: %w", j.ID, err)

@@ -10,13 +10,15 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // jobColumns are the columns scanJob reads, in order: jobd_jobs' columns
-// in table order, but for the journal, which only JobEvents reads, and
-// the idempotency fingerprint, which only the insert reads. Every
-// statement that returns whole jobs lists them; a test holds them to the
-// migrated table and to those statements.
+// in table order, but for the journal, which only JobEvents reads, the
+// idempotency fingerprint, which only the insert reads, and the columns
+// of a workflow task (taskColumns), which come last as one (taskColumn).
+// Every statement that returns whole jobs lists them; a test holds them
+// to the migrated table and to those statements.
 var jobColumns = []string{
 	"id", "queue", "kind", "args", "state", "priority", "run_at",
 	"attempt", "max_attempts", "lease_ttl_us",
@@ -29,10 +31,19 @@ var jobColumns = []string{
 	"trace_parent",                                        // 005_trace_parent
 	"schedule", "scheduled_for", "timeout_us", "deadline", // 006_schedules
 	"rerun", "previous_state", "previous_result",
-	"callback_url",                                      // 007_webhooks
-	"workflow_id", "workflow_ref", "run_on", "wait_for", // 012_workflows
-	"dependencies", "pending", "canceled_by",
+	"callback_url", // 007_webhooks
 }
+
+// taskColumns are the columns of a workflow task (012_workflows), in
+// table order, which every statement that returns whole jobs selects,
+// after jobColumns, as one: taskColumn.
+var taskColumns = []string{"workflow_id", "workflow_ref", "run_on", "wait_for", "dependencies", "pending", "canceled_by"}
+
+// taskColumn is the last column scanJob reads: a task's (or a waiting
+// job's) columns as one JSON array (store.DecodeTaskColumns), NULL for
+// any other job, which so costs one column, not seven.
+const taskColumn = "CASE WHEN workflow_id IS NOT NULL OR wait_for IS NOT NULL THEN json_array( " +
+	"workflow_id, workflow_ref, run_on, wait_for, dependencies, pending, canceled_by) END"
 
 // scanner is *sql.Row or *sql.Rows.
 type scanner interface {
@@ -51,10 +62,7 @@ func scanJob(sc scanner) (*job.Job, error) {
 		argsHash, progress, checkpoint, result sql.NullString
 		lastError, requires, prefers           sql.NullString
 		traceParent, schedule, previousState   sql.NullString
-		callbackURL                            sql.NullString
-		workflowID, ref, runOn, waitFor        sql.NullString
-		canceledBy                             sql.NullString
-		dependencies, pending                  sql.NullInt64
+		callbackURL, task                      sql.NullString
 		previousResult                         sql.NullString
 		scheduledFor, timeout, deadline        sql.NullInt64
 		expiresAt, heartbeatAt, attemptedAt    sql.NullInt64
@@ -70,7 +78,7 @@ func scanJob(sc scanner) (*job.Job, error) {
 		&createdAt, &startedAt, &finishedAt, &updatedAt,
 		&requires, &prefers, &attemptedAt, &traceParent,
 		&schedule, &scheduledFor, &timeout, &deadline, &j.Rerun, &previousState, &previousResult, &callbackURL,
-		&workflowID, &ref, &runOn, &waitFor, &dependencies, &pending, &canceledBy,
+		&task,
 	)
 	if err != nil {
 		return nil, notFound(err)
@@ -116,18 +124,11 @@ func scanJob(sc scanner) (*job.Job, error) {
 	j.Deadline = fromNullMicro(deadline)
 	j.PreviousState = job.State(previousState.String)
 	j.PreviousResult = rawJSON(previousResult)
-	if workflowID.Valid {
-		if j.WorkflowID, err = uuid.Parse(workflowID.String); err != nil {
-			return nil, fmt.Errorf("job %s: workflow id: %w", id, err)
+	if task.Valid {
+		if err := store.DecodeTaskColumns(&j, []byte(task.String)); err != nil {
+			return nil, fmt.Errorf("job %s: %w", id, err)
 		}
 	}
-	if canceledBy.Valid {
-		if j.CanceledBy, err = uuid.Parse(canceledBy.String); err != nil {
-			return nil, fmt.Errorf("job %s: canceled by: %w", id, err)
-		}
-	}
-	j.Ref, j.RunOn, j.WaitFor = ref.String, job.RunOn(runOn.String), job.WaitFor(waitFor.String)
-	j.Dependencies, j.Pending = int(dependencies.Int64), int(pending.Int64)
 	if j.Requires, err = scanList(requires); err != nil {
 		return nil, fmt.Errorf("job %s: requires: %w", id, err)
 	}
