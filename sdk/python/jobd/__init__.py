@@ -1,0 +1,88 @@
+"""The Python SDK of jobd: submit jobs and follow them (:class:`Client`,
+:class:`AsyncClient`), and run remote workers (:class:`Worker`).
+
+Standard library only, Python 3.9+. See docs/python-sdk.md in the jobd
+repository for the guide.
+"""
+
+from .aclient import AsyncClient
+from .client import Client
+from .errors import (
+    APIError,
+    BadRequestError,
+    BusyError,
+    CanceledError,
+    ConflictError,
+    DuplicateError,
+    ForbiddenError,
+    IdempotencyMismatchError,
+    InternalError,
+    InvalidRequestError,
+    JobdError,
+    LeaseLostError,
+    MethodNotAllowedError,
+    NotFoundError,
+    PendingError,
+    ProcessorFailedError,
+    ServiceUnavailableError,
+    TaskTimeoutError,
+    TooLargeError,
+    TooManyRequestsError,
+    TransportError,
+    UnauthorizedError,
+    UnavailableError,
+    UnsupportedMediaTypeError,
+    UpstreamError,
+    UpstreamFailedError,
+    UpstreamTimeoutError,
+    ValidationError,
+    WrongStateError,
+    is_retryable,
+)
+from .models import ClaimedJob, Event, Job, JobPage, JobSpec, LeaseState, Progress, SubmitResult, WorkerCreated
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AsyncClient",
+    "Client",
+    "ClaimedJob",
+    "Event",
+    "Job",
+    "JobPage",
+    "JobSpec",
+    "LeaseState",
+    "Progress",
+    "SubmitResult",
+    "WorkerCreated",
+    "APIError",
+    "BadRequestError",
+    "BusyError",
+    "CanceledError",
+    "ConflictError",
+    "DuplicateError",
+    "ForbiddenError",
+    "IdempotencyMismatchError",
+    "InternalError",
+    "InvalidRequestError",
+    "JobdError",
+    "LeaseLostError",
+    "MethodNotAllowedError",
+    "NotFoundError",
+    "PendingError",
+    "ProcessorFailedError",
+    "ServiceUnavailableError",
+    "TaskTimeoutError",
+    "TooLargeError",
+    "TooManyRequestsError",
+    "TransportError",
+    "UnauthorizedError",
+    "UnavailableError",
+    "UnsupportedMediaTypeError",
+    "UpstreamError",
+    "UpstreamFailedError",
+    "UpstreamTimeoutError",
+    "ValidationError",
+    "WrongStateError",
+    "is_retryable",
+]
