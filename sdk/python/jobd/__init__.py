@@ -7,6 +7,8 @@ repository for the guide.
 
 from .aclient import AsyncClient
 from .client import Client
+from .task import SyncTask, Task
+from .worker import Worker, WorkerStats
 from .errors import (
     APIError,
     BadRequestError,
@@ -39,11 +41,25 @@ from .errors import (
     WrongStateError,
     is_retryable,
 )
+from .failures import Cancelled, Permanent, RetryAfter, Throttle
+from .handlers import Handlers, QueueConfig, default_handlers, handler
 from .models import ClaimedJob, Event, Job, JobPage, JobSpec, LeaseState, Progress, SubmitResult, WorkerCreated
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Worker",
+    "WorkerStats",
+    "Task",
+    "SyncTask",
+    "Handlers",
+    "QueueConfig",
+    "handler",
+    "default_handlers",
+    "Permanent",
+    "RetryAfter",
+    "Throttle",
+    "Cancelled",
     "AsyncClient",
     "Client",
     "ClaimedJob",
