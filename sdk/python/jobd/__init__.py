@@ -5,8 +5,8 @@ Standard library only, Python 3.9+. See docs/python-sdk.md in the jobd
 repository for the guide.
 """
 
-from .aclient import AsyncClient
-from .client import Client
+from .aclient import AsyncClient, AsyncJobStream
+from .client import Client, JobStream
 from .task import SyncTask, Task
 from .worker import Worker, WorkerStats
 from .errors import (
@@ -61,6 +61,8 @@ __all__ = [
     "Throttle",
     "Cancelled",
     "AsyncClient",
+    "AsyncJobStream",
+    "JobStream",
     "Client",
     "ClaimedJob",
     "Event",

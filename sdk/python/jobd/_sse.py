@@ -68,9 +68,11 @@ class StreamState:
         self.failures = 0
         self.retry = 1.0
         self.done = False
+        self.connections = 0
         self.parser = SSEParser()
 
     def begin(self) -> None:
+        self.connections += 1
         self.parser = SSEParser()
 
     def answer(self, status: int, headers: Dict[str, str], body: bytes) -> Optional[APIError]:

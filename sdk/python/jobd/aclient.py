@@ -16,13 +16,46 @@ from .client import DEFAULT_RETRY_503, spec_of
 from .errors import APIError, TransportError, UnavailableError, error_from_answer
 from .models import ClaimedJob, Duration, Event, Job, JobPage, JobSpec, LeaseState, SubmitResult, WorkerCreated
 
-__all__ = ["AsyncClient"]
+__all__ = ["AsyncClient", "AsyncJobStream"]
 
 T = TypeVar("T")
 
 #: How many single submits :meth:`AsyncClient.submit_many` sends at once
 #: while the server has no batch route.
 SUBMIT_CONCURRENCY = 16
+
+
+class AsyncJobStream(AsyncIterator[Job]):
+    """The versions of one job from its event stream (see
+    :meth:`AsyncClient.stream`): an async iterator, with the stream's
+    position."""
+
+    def __init__(self, it: AsyncIterator[Job], state: StreamState) -> None:
+        self._it = it
+        self._st = state
+
+    def __aiter__(self) -> "AsyncJobStream":
+        return self
+
+    async def __anext__(self) -> Job:
+        return await self._it.__anext__()
+
+    @property
+    def last_event_id(self) -> Optional[str]:
+        """The id of the last event received (see
+        :attr:`jobd.JobStream.last_event_id`)."""
+        return self._st.last_event_id
+
+    @property
+    def connections(self) -> int:
+        """How many times the stream was (re)connected."""
+        return self._st.connections
+
+    async def aclose(self) -> None:
+        """Stops following the job (closes the connection)."""
+        close = getattr(self._it, "aclose", None)
+        if close is not None:
+            await close()
 
 
 class AsyncClient:
@@ -158,9 +191,12 @@ class AsyncClient:
         """See :meth:`jobd.Client.count`."""
         return await self.call(_ops.count(_ops.list_query(**filters)))
 
-    async def stream(self, job_id: str, *, last_event_id: Optional[str] = None) -> AsyncIterator[Job]:
+    def stream(self, job_id: str, *, last_event_id: Optional[str] = None) -> "AsyncJobStream":
         """See :meth:`jobd.Client.stream`: ``async for job in c.stream(id)``."""
         st = StreamState(last_event_id)
+        return AsyncJobStream(self._follow(job_id, st), st)
+
+    async def _follow(self, job_id: str, st: StreamState) -> AsyncIterator[Job]:
         while not st.done:
             req = _ops.stream_request(job_id, st.last_event_id)
             delay: Optional[float] = None

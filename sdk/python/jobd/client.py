@@ -13,7 +13,7 @@ from ._sse import MAX_STREAM_FAILURES, STREAM_IDLE, StreamState
 from .errors import APIError, TransportError, UnavailableError, error_from_answer
 from .models import ClaimedJob, Duration, Event, Job, JobPage, JobSpec, LeaseState, SubmitResult, WorkerCreated
 
-__all__ = ["Client", "spec_of"]
+__all__ = ["Client", "JobStream", "spec_of"]
 
 T = TypeVar("T")
 
@@ -29,6 +29,38 @@ def spec_of(kind: Union[str, JobSpec, Mapping[str, Any]], args: Optional[Mapping
     if isinstance(kind, Mapping):
         return JobSpec(**dict(kind))
     return JobSpec(kind=kind, args=args, **options)
+
+
+class JobStream(Iterator[Job]):
+    """The versions of one job from its event stream (see
+    :meth:`Client.stream`): an iterator, with the stream's position."""
+
+    def __init__(self, it: Iterator[Job], state: StreamState) -> None:
+        self._it = it
+        self._st = state
+
+    def __iter__(self) -> "JobStream":
+        return self
+
+    def __next__(self) -> Job:
+        return next(self._it)
+
+    @property
+    def last_event_id(self) -> Optional[str]:
+        """The id of the last event received: pass it as ``last_event_id``
+        to a later stream to resume after it."""
+        return self._st.last_event_id
+
+    @property
+    def connections(self) -> int:
+        """How many times the stream was (re)connected."""
+        return self._st.connections
+
+    def close(self) -> None:
+        """Stops following the job (closes the connection)."""
+        close = getattr(self._it, "close", None)
+        if close is not None:
+            close()
 
 
 class Client:
@@ -193,7 +225,8 @@ class Client:
         ends or breaks is followed again with ``Last-Event-ID``, after the
         server's ``retry:`` delay (a 503 after its ``Retry-After``); five
         failures in a row without an event raise the last one."""
-        return self._follow(job_id, last_event_id, None)
+        st = StreamState(last_event_id)
+        return JobStream(self._follow(job_id, st, None), st)
 
     def wait(
         self,
@@ -207,7 +240,7 @@ class Client:
         Raises :class:`TimeoutError` after ``timeout`` seconds."""
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            for j in self._follow(job_id, None, deadline):
+            for j in self._follow(job_id, StreamState(None), deadline):
                 if on_update is not None:
                     on_update(j)
                 if j.final:
@@ -217,10 +250,9 @@ class Client:
                 raise
         raise TimeoutError("jobd: job %s is not final after %ss" % (job_id, timeout))
 
-    def _follow(self, job_id: str, last_event_id: Optional[str], deadline: Optional[float]) -> Iterator[Job]:
+    def _follow(self, job_id: str, st: StreamState, deadline: Optional[float]) -> Iterator[Job]:
         """The job's versions from its event stream, reconnecting, until it
         is final or the deadline passes (each read bounded by it)."""
-        st = StreamState(last_event_id)
         while not st.done:
             req = _ops.stream_request(job_id, st.last_event_id)
             req.timeout = STREAM_IDLE

@@ -144,6 +144,7 @@ class Worker:
         self._outcomes: Optional[Outcomes] = None
         self._fatal: Optional[BaseException] = None
         self._ready = threading.Event()
+        self._claims: List["asyncio.Future[None]"] = []
 
     def handler(self, kind: str, *, threaded: Optional[bool] = None) -> Any:
         """A decorator registering the handler of ``kind`` (``"*"``: every
@@ -203,7 +204,7 @@ class Worker:
             self._install_signals(loop)
         queues = [_Queue(q) for q in self.queues]
         hb = asyncio.ensure_future(self._heartbeats())
-        claims = [asyncio.ensure_future(self._claim_loop(q)) for q in queues]
+        claims = self._claims = [asyncio.ensure_future(self._claim_loop(q)) for q in queues]
         self._ready.set()
         try:
             await self._stopping.wait()
@@ -479,6 +480,12 @@ class Worker:
                 self._stop_id(s.id, "lease-lost")
             elif s.cancel_requested:
                 self._stop_id(s.id, "canceled")
+
+    @property
+    def claiming(self) -> bool:
+        """Whether the worker claims jobs: from its start until it is asked
+        to stop and its pending claims have ended."""
+        return any(not c.done() for c in self._claims)
 
     @property
     def running(self) -> List[str]:
