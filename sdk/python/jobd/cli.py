@@ -84,4 +84,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         a.server, ", ".join(handlers.kinds()),
     )
     worker.run_forever()
+    if worker.stats.abandoned:
+        # A thread of a handler that ignored its cancel would hold the
+        # interpreter's exit: its job is released already.
+        logging.shutdown()
+        os._exit(0)
     return 0

@@ -54,6 +54,9 @@ class WorkerStats:
     resent: int = 0
     #: outcomes the server refused (other than lease-lost), or never answered
     outcome_errors: int = 0
+    #: jobs released by a shutdown without their handlers, which ignored
+    #: their cancel (a thread of such a handler may still run)
+    abandoned: int = 0
     #: the states the server answered the outcomes with, by job id
     states: Dict[str, str] = field(default_factory=dict)
 
@@ -272,6 +275,7 @@ class Worker:
         for jid, r in list(self._running.items()):
             r.abandoned = True
             del self._running[jid]
+            self.stats.abandoned += 1
             log.error("jobd worker: handler of job %s still running after its cancel; releasing its job without it", jid)
             self._outcomes.put(r.job, "release", {})
         self._check_idle()

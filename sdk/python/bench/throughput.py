@@ -1,0 +1,128 @@
+"""Throughput of Python SDK workers: a backlog of no-op jobs worked by N
+``python -m jobd worker`` processes over HTTP on loopback, auth on.
+
+    python3 sdk/python/bench/throughput.py --jobd /tmp/jobd --jobs 20000 \
+        --processes 2 --concurrency 64 --runs 3 [--database postgres://…]
+
+Each run starts a fresh ``jobd serve`` (a new SQLite file, or the given
+PostgreSQL database emptied by a new queue name), inserts the backlog,
+then starts the workers and times the backlog from the first job that
+succeeded to the last (polled every 100 ms). ``--profile DIR`` runs the
+first worker under cProfile and writes its profile there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from typing import List, Optional
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+import jobd  # noqa: E402
+
+ADMIN = "bench-admin-secret-0123456789"
+
+
+def start_server(binary: str, database: str, log: str) -> "tuple[subprocess.Popen[bytes], str]":
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    f = open(log, "wb")
+    p = subprocess.Popen([binary, "serve", "--database", database, "--listen", "127.0.0.1:%d" % port, "--admin-secret", ADMIN,
+                          "--workers", "[]", "--log-level", "warn"], stdout=f, stderr=subprocess.STDOUT)
+    url = "http://127.0.0.1:%d" % port
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=1):
+                return p, url
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit("jobd serve did not start: see " + log)
+
+
+async def insert(url: str, queue: str, n: int) -> None:
+    async with jobd.AsyncClient(url, ADMIN) as c:
+        for i in range(0, n, 1000):
+            res = await c.submit_many([{"kind": "noop", "queue": queue} for _ in range(min(1000, n - i))])
+            bad = [r.error for r in res if r.error]
+            if bad:
+                raise SystemExit("insert: %s" % bad[0])
+
+
+def run_once(args: argparse.Namespace, run: int, tmp: str) -> float:
+    database = args.database or "sqlite:" + os.path.join(tmp, "bench-%d.db" % run)
+    server, url = start_server(args.jobd, database, os.path.join(tmp, "serve-%d.log" % run))
+    queue = "bench-%d-%d" % (os.getpid(), run)
+    workers: List["subprocess.Popen[bytes]"] = []
+    try:
+        t0 = time.monotonic()
+        asyncio.run(insert(url, queue, args.jobs))
+        print("  inserted %d jobs in %.1fs" % (args.jobs, time.monotonic() - t0), flush=True)
+        c = jobd.Client(url, ADMIN)
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(HERE), HERE]))
+        for i in range(args.processes):
+            env["JOBD_WORKER_KEY"] = c.create_worker("bench-%d-%d" % (run, i)).api_key
+            cmd = [sys.executable]
+            if args.profile and i == 0:
+                os.makedirs(args.profile, exist_ok=True)
+                cmd += ["-m", "cProfile", "-o", os.path.join(args.profile, "worker-run%d.prof" % run)]
+            cmd += ["-m", "jobd", "worker", "--server", url, "--module", "noop_handlers", "--queue", queue,
+                    "--concurrency", str(args.concurrency), "--log-level", "warning"]
+            workers.append(subprocess.Popen(cmd, env=dict(env)))
+        first: Optional[float] = None
+        while True:
+            n = c.count(queue=queue, state="succeeded")
+            now = time.monotonic()
+            if n > 0 and first is None:
+                first, first_n = now, n
+            if n >= args.jobs:
+                break
+            time.sleep(0.1)
+        assert first is not None
+        elapsed = now - first
+        rate = (args.jobs - first_n) / elapsed if elapsed > 0 else float("inf")
+        c.close()
+        return rate
+    finally:
+        for w in workers:
+            w.terminate()
+        for w in workers:
+            w.wait(60)
+        server.terminate()
+        server.wait(60)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--jobd", required=True)
+    p.add_argument("--database", default="")
+    p.add_argument("--jobs", type=int, default=20000)
+    p.add_argument("--processes", type=int, default=2)
+    p.add_argument("--concurrency", type=int, default=64)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--profile", default="")
+    args = p.parse_args()
+    rates = []
+    with tempfile.TemporaryDirectory(prefix="jobd-pybench-") as tmp:
+        for run in range(args.runs):
+            load = os.getloadavg()
+            r = run_once(args, run, tmp)
+            rates.append(r)
+            print("run %d: %.0f jobs/s (load before %.1f %.1f %.1f)" % (run + 1, r, *load), flush=True)
+    print("%d × %d, %d jobs: min %.0f, median %.0f, max %.0f jobs/s" % (
+        args.processes, args.concurrency, args.jobs, min(rates), statistics.median(rates), max(rates)))
+
+
+if __name__ == "__main__":
+    main()
