@@ -3,10 +3,11 @@ connections for :class:`jobd.Client`, and a small HTTP/1.1 client on
 asyncio streams for :class:`jobd.AsyncClient` and the worker.
 
 Both keep connections alive and reuse them (a worker with 64 slots holds
-about as many connections, never one per request). A request sent on a
-reused connection that the server had closed meanwhile (its idle timeout)
-gets no byte of answer; it is sent once more on a fresh connection, as Go's
-transport does. Any other failure to get an answer is a
+about as many connections, never one per request). An idle connection the
+server has closed (its idle timeout) is dropped before use; a request that
+still gets no byte of answer on a reused connection is sent once more on a
+fresh one when it is idempotent (``Request.replayable``), as Go's transport
+does. Any other failure to get an answer is a
 :class:`~jobd.errors.TransportError`.
 
 Why asyncio streams rather than ``http.client`` in a thread pool for the
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import http.client
+import select
 import socket
 import ssl
 import sys
@@ -46,6 +48,16 @@ class Request:
     body: Optional[bytes] = None
     headers: Dict[str, str] = field(default_factory=dict)
     timeout: Optional[float] = None
+    #: Whether sending the request twice does what sending it once does
+    #: (default: GET, HEAD, PUT, DELETE). Only such a request is sent again
+    #: on a fresh connection when a kept-alive one gave no answer at all
+    #: (the server may have carried out the first).
+    idempotent: Optional[bool] = None
+
+    def replayable(self) -> bool:
+        if self.idempotent is not None:
+            return self.idempotent
+        return self.method in ("GET", "HEAD", "PUT", "DELETE")
 
 
 @dataclass
@@ -109,8 +121,16 @@ class Endpoint:
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
-class _NoAnswer(Exception):
-    """A reused connection gave no byte of answer."""
+def _closed_by_peer(sock: socket.socket) -> bool:
+    """Whether an idle kept-alive socket was closed by the server (its
+    idle timeout): it is readable, and reads nothing."""
+    try:
+        r, _, _ = select.select([sock], [], [], 0)
+        if not r:
+            return False
+        return sock.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
 
 
 # --- the synchronous transport -------------------------------------------
@@ -163,13 +183,16 @@ class SyncTransport:
         return http.client.HTTPConnection(self.ep.host, self.ep.port, timeout=timeout)
 
     def _get(self, timeout: float) -> Tuple[http.client.HTTPConnection, bool]:
-        with self._lock:
-            if self._idle:
-                c = self._idle.pop()
-                if c.sock is not None:
-                    c.sock.settimeout(timeout)
-                return c, True
-        return self._new(timeout), False
+        while True:
+            with self._lock:
+                c = self._idle.pop() if self._idle else None
+            if c is None:
+                return self._new(timeout), False
+            if c.sock is None or _closed_by_peer(c.sock):
+                c.close()
+                continue
+            c.sock.settimeout(timeout)
+            return c, True
 
     def _put(self, c: http.client.HTTPConnection) -> None:
         with self._lock:
@@ -202,7 +225,7 @@ class SyncTransport:
                     resp.begin()
                 except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as e:
                     conn.close()
-                    if reused:
+                    if reused and req.replayable():
                         continue
                     raise TransportError("jobd: %s %s: %s" % (req.method, req.path, e)) from e
                 return conn, resp
@@ -402,7 +425,7 @@ class AsyncTransport:
                     block = await conn.reader.readuntil(b"\r\n\r\n")
                 except asyncio.IncompleteReadError as e:
                     conn.close()
-                    if reused and not e.partial:
+                    if reused and not e.partial and req.replayable():
                         continue
                     raise TransportError("jobd: %s %s: the connection closed" % (req.method, req.path)) from e
                 status, headers = _parse_head(block[:-4])

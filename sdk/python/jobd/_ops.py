@@ -93,7 +93,8 @@ def submit(spec: JobSpec, traceparent: Optional[str] = None) -> Op[Job]:
         return j
 
     hdr = {"traceparent": traceparent} if traceparent else {}
-    return Op(Request("POST", "/api/v1/jobs", body=_enc(spec.to_json()), headers=hdr), decode)
+    req = Request("POST", "/api/v1/jobs", body=_enc(spec.to_json()), headers=hdr, idempotent=bool(spec.idempotency_key))
+    return Op(req, decode)
 
 
 def get(job_id: str, wait: Optional[Duration] = None) -> Op[Job]:
@@ -238,7 +239,7 @@ def heartbeat(status: str, leases: Sequence[Tuple[str, str]]) -> Op[List[LeaseSt
             out.append(LeaseState(id=str(s.get("id", "")), held=bool(s.get("held")), cancel_requested=bool(s.get("cancel_requested"))))
         return out
 
-    return Op(Request("POST", "/api/v1/worker/heartbeat", body=_enc(body)), decode)
+    return Op(Request("POST", "/api/v1/worker/heartbeat", body=_enc(body), idempotent=True), decode)
 
 
 def claim(queues: Sequence[str], max_jobs: int, wait: Optional[Duration]) -> Op[List[ClaimedJob]]:
@@ -273,12 +274,12 @@ def progress(job_id: str, token: str, done: int, total: int, phase: str, items: 
     body: Dict[str, Any] = {"lease_token": token, "done": done, "total": total, "phase": storable(phase)}
     if items is not None:
         body["items"] = items
-    return Op(Request("POST", _wpath(job_id, "progress"), body=_enc(body)), lambda r: bool((_json(r) or {}).get("cancel_requested")))
+    return Op(Request("POST", _wpath(job_id, "progress"), body=_enc(body), idempotent=True), lambda r: bool((_json(r) or {}).get("cancel_requested")))
 
 
 def checkpoint(job_id: str, token: str, value: Any) -> Op[bool]:
     return Op(
-        Request("POST", _wpath(job_id, "checkpoint"), body=_enc({"lease_token": token, "checkpoint": value})),
+        Request("POST", _wpath(job_id, "checkpoint"), body=_enc({"lease_token": token, "checkpoint": value}), idempotent=True),
         lambda r: bool((_json(r) or {}).get("cancel_requested")) if r.body else False,
     )
 
@@ -308,4 +309,7 @@ def fail_body(error: str, retryable: bool = True, retry_after: Optional[Duration
 
 def finish(job_id: str, token: str, action_name: str, outcome: Mapping[str, Any]) -> Op[str]:
     """complete, fail or release a claimed job; the answer is its state."""
-    return Op(Request("POST", _wpath(job_id, action_name), body=_enc(outcome_body(token, outcome))), _state)
+    # Sent again when its answer is lost: a server with idempotent outcomes
+    # answers the repeat as the first (the worker's outcome sender resends).
+    req = Request("POST", _wpath(job_id, action_name), body=_enc(outcome_body(token, outcome)), idempotent=True)
+    return Op(req, _state)

@@ -34,18 +34,19 @@ MIN_REPORT_TIME = 30.0
 
 
 class _Item:
-    __slots__ = ("job", "action", "body")
+    __slots__ = ("job", "action", "body", "tag")
 
-    def __init__(self, job: ClaimedJob, action: str, body: Dict[str, Any]) -> None:
+    def __init__(self, job: ClaimedJob, action: str, body: Dict[str, Any], tag: Any = None) -> None:
         self.job = job
         self.action = action
         self.body = body
+        self.tag = tag
 
 
 class Outcomes:
     """Sends the outcomes of a worker's jobs; see the module."""
 
-    def __init__(self, client: AsyncClient, stats: Any, on_reported: Callable[[ClaimedJob, str, Optional[str]], None]) -> None:
+    def __init__(self, client: AsyncClient, stats: Any, on_reported: Callable[[ClaimedJob, str, Optional[str], Any], None]) -> None:
         self._client = client
         self._stats = stats
         self._on_reported = on_reported
@@ -54,15 +55,16 @@ class Outcomes:
         self._tasks: Set["asyncio.Task[None]"] = set()
         self._pending: Dict[str, str] = {}
 
-    def put(self, job: ClaimedJob, action: str, body: Dict[str, Any]) -> None:
-        """Queues an outcome: action complete, fail or release."""
+    def put(self, job: ClaimedJob, action: str, body: Dict[str, Any], tag: Any) -> None:
+        """Queues an outcome: action complete, fail or release; ``tag`` is
+        handed back with its answer."""
         if "retry_after" in body and body["retry_after"] is not None:
             body = dict(body, retry_after=format_duration(body["retry_after"]))
         if "throttle" in body and body["throttle"] is not None:
             body = dict(body, throttle=format_duration(body["throttle"]))
         if "error" in body:
             body = dict(body, error=_ops.storable(str(body["error"])))
-        self._queued.append(_Item(job, action, body))
+        self._queued.append(_Item(job, action, body, tag))
         self._pending[job.id] = job.lease_token
         if not self._flush_scheduled:
             self._flush_scheduled = True
@@ -120,7 +122,7 @@ class Outcomes:
                         # A result the server cannot store fails the job
                         # for good, saying why, as the engine does.
                         log.warning("jobd worker: result of job %s refused: %s", job.id, e)
-                        it = _Item(job, "fail", {"error": _ops.storable("result refused by the server: %s" % e.detail), "retryable": False})
+                        it = _Item(job, "fail", {"error": _ops.storable("result refused by the server: %s" % e.detail), "retryable": False}, it.tag)
                         op = _ops.finish(job.id, job.lease_token, "fail", it.body)
                         continue
                     log.error("jobd worker: %s of job %s refused: %s", it.action, job.id, e)
@@ -142,4 +144,4 @@ class Outcomes:
                     delay = min(2 * delay, 5.0)
         finally:
             self._pending.pop(job.id, None)
-            self._on_reported(job, it.action, state)
+            self._on_reported(job, it.action, state, it.tag)

@@ -82,7 +82,16 @@ class _Queue:
         self.name = cfg.queue
         self.concurrency = cfg.concurrency
         self.running = 0
+        # Outcomes of this queue's jobs on their way: at most concurrency of
+        # them, so that a server slow to take outcomes is not handed more
+        # claims too.
+        self.reporting = 0
         self.slot_free = asyncio.Event()
+
+    def free(self) -> int:
+        if self.reporting >= self.concurrency:
+            return 0
+        return self.concurrency - self.running
 
 
 class Worker:
@@ -108,6 +117,9 @@ class Worker:
             it cancels them and releases them (queued again at once, their
             attempt not counted); 20 s, within the 30 s orchestrators allow
             between SIGTERM and SIGKILL.
+        hard_stop_grace: how long a shutdown waits, after cancelling the
+            handlers that outlived ``shutdown_timeout``, before it releases
+            the jobs of those still running without them (5 s).
     """
 
     def __init__(
@@ -122,6 +134,7 @@ class Worker:
         claim_wait: float = 30.0,
         heartbeat_interval: float = 10.0,
         shutdown_timeout: float = 20.0,
+        hard_stop_grace: float = HARD_STOP_GRACE,
         name: str = "",
     ) -> None:
         self._server = server
@@ -134,6 +147,7 @@ class Worker:
         self.claim_wait = claim_wait
         self.heartbeat_interval = heartbeat_interval
         self.shutdown_timeout = shutdown_timeout
+        self.hard_stop_grace = hard_stop_grace
         self.name = name
         self.stats = WorkerStats()
         self._client: Optional[AsyncClient] = None
@@ -264,7 +278,7 @@ class Worker:
             for r in list(self._running.values()):
                 self._stop_run(r, "shutdown")
             self._hard.clear()
-            if not await self._wait_idle(HARD_STOP_GRACE):
+            if not await self._wait_idle(self.hard_stop_grace):
                 await self._abandon()
         await self._outcomes.drain()
 
@@ -277,7 +291,7 @@ class Worker:
             del self._running[jid]
             self.stats.abandoned += 1
             log.error("jobd worker: handler of job %s still running after its cancel; releasing its job without it", jid)
-            self._outcomes.put(r.job, "release", {})
+            self._outcomes.put(r.job, "release", {}, None)
         self._check_idle()
 
     # --- claims -------------------------------------------------------
@@ -286,7 +300,7 @@ class Worker:
         assert self._client is not None and self._stopping is not None
         backoff = 1.0
         while not self._stopping.is_set():
-            free = q.concurrency - q.running
+            free = q.free()
             if free <= 0:
                 q.slot_free.clear()
                 await q.slot_free.wait()
@@ -358,13 +372,14 @@ class Worker:
             return
         self._running.pop(r.job.id, None)
         r.queue.running -= 1
-        r.queue.slot_free.set()
         self._check_idle()
         action, body = self._outcome(r, fut)
         if action:
-            self._outcomes.put(r.job, action, body)
+            r.queue.reporting += 1
+            self._outcomes.put(r.job, action, body, r.queue)
         else:
             self.stats.dropped += 1
+        r.queue.slot_free.set()
 
     def _check_idle(self) -> None:
         if not self._running and self._idle is not None:
@@ -404,8 +419,11 @@ class Worker:
         log.info("jobd worker: job %s failed: %s", jid, describe(exc), exc_info=exc if log.isEnabledFor(logging.DEBUG) else None)
         return "fail", failure_body(exc)
 
-    def _reported(self, job: ClaimedJob, action: str, state: Optional[str]) -> None:
-        """The outcome sender's answer for a job."""
+    def _reported(self, job: ClaimedJob, action: str, state: Optional[str], queue: Any) -> None:
+        """The outcome sender's answer for a job (state None: none came)."""
+        if isinstance(queue, _Queue):
+            queue.reporting -= 1
+            queue.slot_free.set()
         if state is None:
             return
         self.stats.states[job.id] = state

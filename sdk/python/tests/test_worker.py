@@ -211,6 +211,29 @@ def test_stop_waits_for_running_jobs_and_stops_claiming(server: Server, queue: s
         c.cancel(later.id)
 
 
+def test_shutdown_releases_a_handler_that_ignores_its_cancel(server: Server, queue: str, start_worker: Callable[..., WorkerThread]) -> None:
+    let_go = threading.Event()
+    h = jobd.Handlers()
+
+    @h.handler("stubborn")
+    def stubborn(task: jobd.SyncTask) -> str:
+        task.progress(0, 1, "in")
+        let_go.wait(60)  # ignores task.stop_event
+        return "too late"
+
+    with server.client() as c:
+        j = c.submit("stubborn", queue=queue)
+        w = _worker(server, [queue], h, shutdown_timeout=0.1, hard_stop_grace=0.1)
+        wt = start_worker(w)
+        poll(lambda: c.get(j.id).progress.phase == "in", "the handler to run")
+        wt.stop()
+        after = c.get(j.id)
+        assert after.state == "queued" and _kinds(c, j.id)[-1] == "requeued"
+        assert (w.stats.abandoned, w.stats.released) == (1, 1)
+        let_go.set()
+        c.cancel(j.id)
+
+
 def _spawn_worker(server: Server, queue: str, name: str, concurrency: int, *extra: str) -> subprocess.Popen:  # type: ignore[type-arg]
     env = worker_env()
     env["PYTEST_WORKER_NAME"] = name
