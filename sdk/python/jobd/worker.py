@@ -27,7 +27,7 @@ from .aclient import AsyncClient
 from .errors import ConflictError, ForbiddenError, JobdError, UnauthorizedError
 from .failures import describe, failure_body
 from .handlers import Handler, Handlers, QueueConfig, QueuesSpec, parse_queues
-from .models import ClaimedJob
+from .models import ClaimedJob, LeaseState
 from ._outcomes import Outcomes
 from .task import SyncTask, Task
 
@@ -38,6 +38,9 @@ log = logging.getLogger("jobd.worker")
 #: How long a shutdown waits, after cancelling the handlers that outlived
 #: ``shutdown_timeout``, before it releases their jobs without them.
 HARD_STOP_GRACE = 5.0
+
+#: The most leases one heartbeat may carry.
+MAX_LEASES = 1000
 
 
 @dataclass
@@ -492,11 +495,16 @@ class Worker:
         leases = [(r.job.id, r.job.lease_token) for r in self._running.values()]
         reporting = self._outcomes.pending_leases()
         status = "idle" if not leases else ("busy" if len(leases) >= total else "active")
-        try:
-            states = await self._client.call(_ops.heartbeat(status, leases + reporting), retry_503=5.0)
-        except JobdError as e:
-            log.warning("jobd worker: heartbeat failed: %s", e)
-            return
+        every = leases + reporting
+        states: List[LeaseState] = []
+        # The server takes at most MAX_LEASES leases a heartbeat.
+        for i in range(0, max(len(every), 1), MAX_LEASES):
+            try:
+                got: List[LeaseState] = await self._client.call(_ops.heartbeat(status, every[i:i + MAX_LEASES]), retry_503=5.0)
+                states.extend(got)
+            except JobdError as e:
+                log.warning("jobd worker: heartbeat failed: %s", e)
+                return
         for s in states:
             if not s.held:
                 self._stop_id(s.id, "lease-lost")
