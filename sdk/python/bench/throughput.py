@@ -2,10 +2,10 @@
 ``python -m jobd worker`` processes over HTTP on loopback, auth on.
 
     python3 sdk/python/bench/throughput.py --jobd /tmp/jobd --jobs 20000 \
-        --processes 2 --concurrency 64 --runs 3 [--database postgres://…]
+        --processes 2 --concurrency 64 --runs 3 [--database postgres://ADMIN-URL]
 
-Each run starts a fresh ``jobd serve`` (a new SQLite file, or the given
-PostgreSQL database emptied by a new queue name), inserts the backlog,
+Each run starts a fresh ``jobd serve`` (on a new SQLite file, or a new
+database on the PostgreSQL server of the given URL), inserts the backlog,
 then starts the workers and times the backlog from the first worker's
 start to the last job's success (polled every 0.5 s). ``--profile DIR`` runs the
 first worker under cProfile and writes its profile there.
@@ -14,6 +14,9 @@ first worker under cProfile and writes its profile there.
 from __future__ import annotations
 
 import argparse
+import glob
+import shutil
+import urllib.parse
 import asyncio
 import os
 import socket
@@ -51,6 +54,14 @@ def start_server(binary: str, database: str, log: str) -> "tuple[subprocess.Pope
     raise SystemExit("jobd serve did not start: see " + log)
 
 
+def fresh_database(admin_url: str, name: str) -> str:
+    """Creates database name on the server of admin_url; returns its URL."""
+    psql = shutil.which("psql") or sorted(glob.glob("/usr/lib/postgresql/*/bin/psql"))[-1]
+    subprocess.run([psql, admin_url, "-q", "-c", "CREATE DATABASE " + name], check=True)
+    u = urllib.parse.urlsplit(admin_url)
+    return urllib.parse.urlunsplit((u.scheme, u.netloc, "/" + name, u.query, u.fragment))
+
+
 async def insert(url: str, queue: str, n: int) -> None:
     async with jobd.AsyncClient(url, ADMIN) as c:
         for i in range(0, n, 1000):
@@ -60,8 +71,19 @@ async def insert(url: str, queue: str, n: int) -> None:
                 raise SystemExit("insert: %s" % bad[0])
 
 
-def run_once(args: argparse.Namespace, run: int, tmp: str) -> float:
+def cpu_seconds(pid: int) -> float:
+    """The user + system CPU time a process has used (Linux /proc)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_once(args: argparse.Namespace, run: int, tmp: str) -> "tuple[float, float, float]":
+    """Returns jobs/s and the server's and the workers' CPU milliseconds a
+    job."""
     database = args.database or "sqlite:" + os.path.join(tmp, "bench-%d.db" % run)
+    if database.startswith("postgres"):
+        database = fresh_database(database, "jobd_bench_%d_%d" % (os.getpid(), run))
     server, url = start_server(args.jobd, database, os.path.join(tmp, "serve-%d.log" % run))
     queue = "bench-%d-%d" % (os.getpid(), run)
     workers: List["subprocess.Popen[bytes]"] = []
@@ -83,13 +105,16 @@ def run_once(args: argparse.Namespace, run: int, tmp: str) -> float:
             workers.append(subprocess.Popen(cmd, env=dict(env)))
             if i == 0:
                 start = time.monotonic()
+                server_cpu = cpu_seconds(server.pid)
         # Polled every 0.5 s: a count of 20 000 rows is itself work for the
         # server, and a tighter poll slows it measurably on SQLite.
         while c.count(queue=queue, state="succeeded") < args.jobs:
             time.sleep(0.5)
         elapsed = time.monotonic() - start
+        server_ms = (cpu_seconds(server.pid) - server_cpu) * 1000 / args.jobs
+        worker_ms = sum(cpu_seconds(w.pid) for w in workers) * 1000 / args.jobs
         c.close()
-        return args.jobs / elapsed
+        return args.jobs / elapsed, server_ms, worker_ms
     finally:
         for w in workers:
             w.terminate()
@@ -113,9 +138,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="jobd-pybench-") as tmp:
         for run in range(args.runs):
             load = os.getloadavg()
-            r = run_once(args, run, tmp)
+            r, server_ms, worker_ms = run_once(args, run, tmp)
             rates.append(r)
-            print("run %d: %.0f jobs/s (load before %.1f %.1f %.1f)" % (run + 1, r, *load), flush=True)
+            print("run %d: %.0f jobs/s; CPU a job: server %.2f ms, workers %.2f ms (load before %.1f %.1f %.1f)" % (
+                run + 1, r, server_ms, worker_ms, *load), flush=True)
     print("%d × %d, %d jobs: min %.0f, median %.0f, max %.0f jobs/s" % (
         args.processes, args.concurrency, args.jobs, min(rates), statistics.median(rates), max(rates)))
 

@@ -14,6 +14,7 @@ import urllib.parse
 from typing import Any, Callable, Dict, Generic, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
 from ._http import Request, Response
+from .errors import error_from_answer
 from .models import (
     ClaimedJob,
     Duration,
@@ -22,6 +23,7 @@ from .models import (
     JobPage,
     JobSpec,
     LeaseState,
+    SubmitResult,
     WorkerCreated,
     format_duration,
     format_time,
@@ -95,6 +97,51 @@ def submit(spec: JobSpec, traceparent: Optional[str] = None) -> Op[Job]:
     hdr = {"traceparent": traceparent} if traceparent else {}
     req = Request("POST", "/api/v1/jobs", body=_enc(spec.to_json()), headers=hdr, idempotent=bool(spec.idempotency_key))
     return Op(req, decode)
+
+
+#: The most jobs, and about the most bytes, one batch submit carries (the
+#: server's limits: 1 000 jobs; its body limit, 1 MiB by default).
+BATCH_JOBS = 1000
+BATCH_BYTES = 900 * 1024
+
+
+def batches(specs: Sequence[JobSpec]) -> List[List[bytes]]:
+    """The encoded jobs of specs in chunks of at most BATCH_JOBS jobs and
+    about BATCH_BYTES bytes."""
+    out: List[List[bytes]] = []
+    cur: List[bytes] = []
+    size = 0
+    for spec in specs:
+        b = _enc(spec.to_json())
+        if cur and (len(cur) >= BATCH_JOBS or size + len(b) > BATCH_BYTES):
+            out.append(cur)
+            cur, size = [], 0
+        cur.append(b)
+        size += len(b) + 1
+    if cur:
+        out.append(cur)
+    return out
+
+
+def submit_batch(encoded: Sequence[bytes], traceparent: Optional[str] = None) -> Op[List[SubmitResult]]:
+    """POST /api/v1/jobs/batch: the jobs in one transaction, all or
+    nothing; one answer each."""
+
+    def decode(resp: Response) -> List[SubmitResult]:
+        out = []
+        for a in (_json(resp) or {}).get("jobs") or []:
+            status = int(a.get("status") or 0)
+            if status in (200, 201):
+                j = Job.from_json(a)
+                j.created = status == 201
+                out.append(SubmitResult(job=j))
+            else:
+                out.append(SubmitResult(error=error_from_answer(status, _enc(a.get("problem") or {"status": status}))))
+        return out
+
+    hdr = {"traceparent": traceparent} if traceparent else {}
+    body = b'{"jobs":[' + b",".join(encoded) + b"]}"
+    return Op(Request("POST", "/api/v1/jobs/batch", body=body, headers=hdr), decode)
 
 
 def get(job_id: str, wait: Optional[Duration] = None) -> Op[Job]:
@@ -309,7 +356,7 @@ def fail_body(error: str, retryable: bool = True, retry_after: Optional[Duration
 
 def finish(job_id: str, token: str, action_name: str, outcome: Mapping[str, Any]) -> Op[str]:
     """complete, fail or release a claimed job; the answer is its state."""
-    # Sent again when its answer is lost: a server with idempotent outcomes
-    # answers the repeat as the first (the worker's outcome sender resends).
-    req = Request("POST", _wpath(job_id, action_name), body=_enc(outcome_body(token, outcome)), idempotent=True)
+    # Not replayed by the transport: the worker's outcome sender sends an
+    # outcome again itself when its answer is lost, and counts it.
+    req = Request("POST", _wpath(job_id, action_name), body=_enc(outcome_body(token, outcome)), idempotent=False)
     return Op(req, _state)

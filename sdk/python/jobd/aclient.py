@@ -13,7 +13,7 @@ from . import _ops
 from ._http import AsyncTransport, Endpoint, _within
 from ._sse import MAX_STREAM_FAILURES, STREAM_IDLE, StreamState
 from .client import DEFAULT_RETRY_503, spec_of
-from .errors import APIError, TransportError, UnavailableError, error_from_answer
+from .errors import APIError, MethodNotAllowedError, NotFoundError, TransportError, UnavailableError, error_from_answer
 from .models import ClaimedJob, Duration, Event, Job, JobPage, JobSpec, LeaseState, SubmitResult, WorkerCreated
 
 __all__ = ["AsyncClient", "AsyncJobStream"]
@@ -79,6 +79,7 @@ class AsyncClient:
         self._ep = Endpoint(base_url, key, ssl_context)
         self._t = AsyncTransport(self._ep, timeout, max_idle)
         self.retry_503 = retry_503
+        self._batch_route: Optional[bool] = None
 
     @property
     def base_url(self) -> str:
@@ -126,19 +127,34 @@ class AsyncClient:
         """See :meth:`jobd.Client.submit`."""
         return await self.call(_ops.submit(spec_of(kind, args, **options), traceparent))
 
-    async def submit_many(self, jobs: Sequence[Union[JobSpec, Mapping[str, Any]]]) -> List[SubmitResult]:
-        """See :meth:`jobd.Client.submit_many`; today up to
-        ``SUBMIT_CONCURRENCY`` single submits are sent at once."""
+    async def submit_many(
+        self, jobs: Sequence[Union[JobSpec, Mapping[str, Any]]], *, traceparent: Optional[str] = None
+    ) -> List[SubmitResult]:
+        """See :meth:`jobd.Client.submit_many`; without the batch route, up
+        to ``SUBMIT_CONCURRENCY`` single submits are sent at once."""
+        specs = [spec_of(j) for j in jobs]
+        if self._batch_route is not False:
+            out: List[SubmitResult] = []
+            try:
+                for chunk in _ops.batches(specs):
+                    got: List[SubmitResult] = await self.call(_ops.submit_batch(chunk, traceparent))
+                    out.extend(got)
+                self._batch_route = True
+                return out
+            except (NotFoundError, MethodNotAllowedError):
+                if self._batch_route or out:
+                    raise
+                self._batch_route = False
         sem = asyncio.Semaphore(SUBMIT_CONCURRENCY)
 
-        async def one(j: Union[JobSpec, Mapping[str, Any]]) -> SubmitResult:
+        async def one(spec: JobSpec) -> SubmitResult:
             async with sem:
                 try:
-                    return SubmitResult(job=await self.submit(spec_of(j)))
+                    return SubmitResult(job=await self.submit(spec, traceparent=traceparent))
                 except APIError as e:
                     return SubmitResult(error=e)
 
-        return list(await asyncio.gather(*(one(j) for j in jobs)))
+        return list(await asyncio.gather(*(one(s) for s in specs)))
 
     async def get(self, job_id: str, *, wait: Optional[Duration] = None) -> Job:
         """See :meth:`jobd.Client.get`."""

@@ -163,7 +163,9 @@ class Progress:
 class Job:
     """A job as the server shows it (``components.schemas.Job``).
 
-    ``lease_ttl`` and ``timeout`` are seconds. ``created`` is set by
+    ``lease_ttl`` and ``timeout`` are seconds. ``error`` is the error of a
+    job that failed; ``last_error``, from servers that send it, the last
+    failed attempt's error of a job that went on. ``created`` is set by
     ``submit`` only: ``True`` when the call created the job, ``False`` when
     the server answered with an existing one (its idempotency key, or with
     ``unique="active"`` an active duplicate, matched); a key without the
@@ -189,6 +191,7 @@ class Job:
     checkpoint: Any = None
     result: Any = None
     error: str = ""
+    last_error: str = ""
     cancel_requested: bool = False
     lease_owner: str = ""
     lease_expires_at: Optional[_dt.datetime] = None
@@ -217,6 +220,13 @@ class Job:
         return cls(**_job_fields(d))
 
 
+def _dur(d: Mapping[str, Any], name: str) -> Any:
+    """A duration member of an answer: its ``_seconds`` sibling when the
+    server sends one, else the member (a Go duration string)."""
+    v = d.get(name + "_seconds")
+    return d.get(name) if v is None else v
+
+
 def _job_fields(d: Mapping[str, Any]) -> Dict[str, Any]:
     return dict(
         id=_str(d.get("id")),
@@ -227,7 +237,7 @@ def _job_fields(d: Mapping[str, Any]) -> Dict[str, Any]:
         priority=_int(d.get("priority")),
         attempt=_int(d.get("attempt")),
         max_attempts=_int(d.get("max_attempts")),
-        lease_ttl=parse_duration(d.get("lease_ttl")),
+        lease_ttl=parse_duration(_dur(d, "lease_ttl")),
         run_at=parse_time(d.get("run_at")),
         lock_key=_str(d.get("lock_key")),
         partition_key=_str(d.get("partition_key")),
@@ -238,6 +248,7 @@ def _job_fields(d: Mapping[str, Any]) -> Dict[str, Any]:
         checkpoint=d.get("checkpoint"),
         result=d.get("result"),
         error=_str(d.get("error")),
+        last_error=_str(d.get("last_error")),
         cancel_requested=bool(d.get("cancel_requested")),
         lease_owner=_str(d.get("lease_owner")),
         lease_expires_at=parse_time(d.get("lease_expires_at")),
@@ -248,7 +259,7 @@ def _job_fields(d: Mapping[str, Any]) -> Dict[str, Any]:
         updated_at=parse_time(d.get("updated_at")),
         schedule=_str(d.get("schedule")),
         scheduled_for=parse_time(d.get("scheduled_for")),
-        timeout=parse_duration(d.get("timeout")),
+        timeout=parse_duration(_dur(d, "timeout")),
         deadline=parse_time(d.get("deadline")),
         rerun=_int(d.get("rerun")),
         previous_result=d.get("previous_result"),
@@ -260,7 +271,8 @@ def _job_fields(d: Mapping[str, Any]) -> Dict[str, Any]:
 class ClaimedJob(Job):
     """A job claimed by a worker: a :class:`Job` with the claim's
     ``lease_token``, which every later write of the worker presents, and,
-    from servers that send them, ``heartbeat_interval`` (seconds)."""
+    from servers that advise one, ``heartbeat_interval`` (seconds): how
+    often to renew the lease, which the worker follows."""
 
     lease_token: str = ""
     heartbeat_interval: Optional[float] = None
@@ -269,7 +281,7 @@ class ClaimedJob(Job):
     def from_json(cls, d: Mapping[str, Any]) -> "ClaimedJob":
         """Decodes a claimed job of a claim's answer."""
         f = _job_fields(d)
-        hb = d.get("heartbeat_interval")
+        hb = _dur(d, "heartbeat_interval")
         return cls(lease_token=_str(d.get("lease_token")), heartbeat_interval=parse_duration(hb), **f)
 
 

@@ -37,6 +37,14 @@ sys.path.insert(0, SDK)
 import jobd  # noqa: E402
 
 ADMIN = "pytest-admin-secret-0123456789"
+
+#: Marks a test of what issue 27 part 1 adds to the server (idempotent
+#: outcomes, POST /api/v1/worker/outcomes, POST /api/v1/jobs/batch): it
+#: fails on a server without them. Drop the mark once they are merged.
+PART1 = pytest.mark.xfail(
+    strict=True,
+    reason="issue 27 part 1 (idempotent outcomes, batch routes) is not in this checkout's server yet",
+)
 T = TypeVar("T")
 
 
@@ -232,6 +240,24 @@ def start_worker() -> Iterator[Callable[..., WorkerThread]]:
     for wt in started:
         if wt.thread.is_alive():
             wt.stop()
+
+
+@pytest.fixture
+def make_proxy() -> Iterator[Callable[..., Any]]:
+    """Starts test proxies (tests/proxy.py), closed at the test's end: list
+    this fixture before start_worker, so that the workers stop first."""
+    from proxy import Proxy
+
+    made: List[Any] = []
+
+    def make(upstream: str, rule: Callable[[str, str], object]) -> Any:
+        p = Proxy(upstream, rule)
+        made.append(p)
+        return p
+
+    yield make
+    for p in made:
+        p.close()
 
 
 def job_state(c: jobd.Client, job_id: str, *states: str) -> Callable[[], Optional[jobd.Job]]:

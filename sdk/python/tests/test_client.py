@@ -9,14 +9,15 @@ import json
 import threading
 import urllib.request
 import uuid
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List
 
 import pytest
 
 import jobd
 from jobd.errors import PROBLEM_BASE, PROBLEM_KINDS
 
-from conftest import Server, job_state, poll
+from conftest import PART1, Server, job_state, poll
+from proxy import no_route
 
 
 def test_submit_get_list_iterate_count(server: Server, queue: str) -> None:
@@ -40,8 +41,11 @@ def test_submit_get_list_iterate_count(server: Server, queue: str) -> None:
         assert [x.id for x in c.iterate(queue=queue, state="queued", kind="nothing")] == []
 
 
-def test_submit_many_answers_per_job(server: Server, queue: str) -> None:
-    with server.client() as c:
+def test_submit_many_without_the_batch_route(server: Server, queue: str, make_proxy: Callable[..., Any]) -> None:
+    # A server without POST /api/v1/jobs/batch (a proxy answers 404 for it)
+    # is sent one request per job: a refused job does not stop the others.
+    proxy = make_proxy(server.url, lambda m, p: no_route(m, p) if p.startswith("/api/v1/jobs/batch") else "forward")
+    with jobd.Client(proxy.url, server.admin) as c:
         res = c.submit_many([
             jobd.JobSpec("a", {"x": 1}, queue=queue),
             {"kind": "b", "queue": "jobd.reserved"},
@@ -50,15 +54,34 @@ def test_submit_many_answers_per_job(server: Server, queue: str) -> None:
         assert res[0].ok and res[0].job is not None and res[0].job.created
         assert isinstance(res[1].error, jobd.ValidationError) and res[1].error.field == "queue"
         assert isinstance(res[2].error, jobd.ValidationError) and res[2].error.field == "max_attempts"
-        assert c.count(queue=queue) == 1
+        assert c.submit_many([{"kind": "d", "queue": queue}])[0].ok
+        assert [r[2] for r in proxy.log].count("/api/v1/jobs/batch") == 1, "the route is asked for once"
+    with server.client() as c:
+        assert c.count(queue=queue) == 2
+
+
+@PART1
+def test_submit_many_batch_route_is_all_or_nothing(server: Server, queue: str) -> None:
+    with server.client() as c:
+        with pytest.raises(jobd.ValidationError) as e:
+            c.submit_many([{"kind": "a", "queue": queue}, {"kind": "b", "queue": "jobd.reserved"}])
+        assert e.value.field == "jobs[1].queue" and c.count(queue=queue) == 0
+        specs = [jobd.JobSpec("k", {"i": i}, queue=queue, idempotency_key="%s-%d" % (queue, i)) for i in range(1500)]
+        res = c.submit_many(specs)
+        assert len(res) == 1500 and all(r.job is not None and r.job.created for r in res)
+        again = c.submit_many(specs[:3])
+        assert [r.job.id for r in again if r.job] == [r.job.id for r in res[:3] if r.job]
+        assert all(r.job is not None and r.job.created is False for r in again)
+        assert c.count(queue=queue) == 1500
 
 
 def test_async_submit_many(server: Server, queue: str) -> None:
     async def main() -> None:
         async with server.aclient() as c:
             res = await c.submit_many([{"kind": "k", "queue": queue, "args": {"i": i}} for i in range(40)])
-            assert all(r.ok for r in res)
-            assert [r.job.args for r in res if r.job] == [{"i": i} for i in range(40)]
+            assert all(r.ok and r.job is not None and r.job.created for r in res)
+            ids = [r.job.id for r in res if r.job]
+            assert [(await c.get(i)).args for i in ids] == [{"i": i} for i in range(40)], "one answer per job, in order"
             assert await c.count(queue=queue) == 40
 
     asyncio.run(main())
@@ -217,7 +240,7 @@ def test_async_client_lifecycle(server: Server, queue: str) -> None:
                 beat = await w.heartbeat("idle", [(claimed[0].id, claimed[0].lease_token)])
                 assert [(b.held, b.cancel_requested) for b in beat] == [(False, False)]
                 with pytest.raises(jobd.LeaseLostError):
-                    await w.complete(claimed[0], None)
+                    await w.fail(claimed[0], "another outcome after the first")
 
     asyncio.run(main())
 

@@ -18,8 +18,8 @@ import pytest
 
 import jobd
 
-from conftest import Server, WorkerThread, job_state, poll, worker_env
-from proxy import Proxy, busy
+from conftest import PART1, Server, WorkerThread, job_state, poll, worker_env
+from proxy import busy, no_route
 
 
 def _worker(server: Server, queues: Any, handlers: jobd.Handlers, key: str = "", **kw: Any) -> jobd.Worker:
@@ -292,77 +292,103 @@ def test_sigkilled_worker_jobs_finish_once_on_another(server: Server, queue: str
         assert (w.stats.claimed, w.stats.succeeded) == (3, 3)
 
 
-def test_503_is_retried_after_retry_after(server: Server, queue: str, start_worker: Callable[..., WorkerThread]) -> None:
+def _noop_handlers() -> jobd.Handlers:
+    h = jobd.Handlers()
+
+    @h.handler("x")
+    async def x(task: jobd.Task) -> Dict[str, Any]:
+        return {"i": task.args["i"]}
+
+    return h
+
+
+def test_outcomes_one_per_request_without_the_batch_route(server: Server, queue: str, make_proxy: Callable[..., Any], start_worker: Callable[..., WorkerThread]) -> None:
+    proxy = make_proxy(server.url, lambda m, p: no_route(m, p) if p == "/api/v1/worker/outcomes" else "forward")
+    with server.client() as c:
+        ids = [c.submit("x", {"i": i}, queue=queue).id for i in range(20)]
+        w = jobd.Worker(proxy.url, server.worker_key(), queues=[{"queue": queue, "concurrency": 8}],
+                        handlers=_noop_handlers(), claim_wait=5)
+        wt = start_worker(w)
+        for n, i in enumerate(ids):
+            assert poll(job_state(c, i, "succeeded", "failed"), "job %d" % n).result == {"i": n}
+        wt.stop()
+    assert len(proxy.requests("/complete")) == 20 and len(proxy.requests("/worker/outcomes")) <= 1
+    assert w.stats.succeeded == 20 and w.stats.outcome_errors == 0
+
+
+@PART1
+def test_outcomes_go_in_batches(server: Server, queue: str, make_proxy: Callable[..., Any], start_worker: Callable[..., WorkerThread]) -> None:
+    proxy = make_proxy(server.url, lambda m, p: "forward")
+    with server.client() as c:
+        ids = [r.job.id for r in c.submit_many([{"kind": "x", "args": {"i": i}, "queue": queue} for i in range(200)]) if r.job]
+        w = jobd.Worker(proxy.url, server.worker_key(), queues=[{"queue": queue, "concurrency": 32}],
+                        handlers=_noop_handlers(), claim_wait=5)
+        wt = start_worker(w)
+        for n, i in enumerate(ids):
+            assert poll(job_state(c, i, "succeeded", "failed"), "job %d" % n).result == {"i": n}
+        wt.stop()
+    batches = proxy.requests("/worker/outcomes")
+    assert proxy.requests("/complete") == [] and 0 < len(batches) < 200
+    assert w.stats.succeeded == 200 and w.stats.outcome_errors == 0
+
+
+def test_503_is_retried_after_retry_after(server: Server, queue: str, make_proxy: Callable[..., Any], start_worker: Callable[..., WorkerThread]) -> None:
     answered: List[str] = []
 
     def rule(method: str, path: str) -> object:
-        if path.endswith("/complete") and not answered:
+        if (path.endswith("/complete") or path.endswith("/worker/outcomes")) and not answered:
             answered.append(path)
             return busy(1)
         return "forward"
 
-    proxy = Proxy(server.url, rule)
+    proxy = make_proxy(server.url, rule)
     h = jobd.Handlers()
 
     @h.handler("x")
     async def x(task: jobd.Task) -> str:
         return "ok"
 
-    try:
-        with server.client() as c:
-            j = c.submit("x", queue=queue)
-            key = server.worker_key()
-            w = jobd.Worker(proxy.url, key, queues=[queue], handlers=h, claim_wait=5)
-            wt = start_worker(w)
-            assert poll(job_state(c, j.id, "succeeded", "failed"), "the job").state == "succeeded"
-            wt.stop()
-        completes = proxy.requests("/complete")
-        assert [r[3] for r in completes] == ["answer", "forward"]
-        assert completes[1][0] - completes[0][0] >= 1.0, "sent again after Retry-After"
-        assert w.stats.succeeded == 1 and w.stats.resent == 0
-    finally:
-        proxy.close()
+    with server.client() as c:
+        j = c.submit("x", queue=queue)
+        key = server.worker_key()
+        w = jobd.Worker(proxy.url, key, queues=[queue], handlers=h, claim_wait=5)
+        wt = start_worker(w)
+        assert poll(job_state(c, j.id, "succeeded", "failed"), "the job").state == "succeeded"
+        wt.stop()
+    completes = [r for r in proxy.log if r[2].endswith("/complete") or r[2].endswith("/worker/outcomes")]
+    assert [r[3] for r in completes][:2] == ["answer", "forward"]
+    assert completes[1][0] - completes[0][0] >= 1.0, "sent again after Retry-After"
+    assert w.stats.succeeded == 1 and w.stats.resent == 0
 
 
-IDEMPOTENT_OUTCOMES = pytest.mark.xfail(
-    strict=True,
-    reason="issue 27 part 1: the server answers a repeated outcome 409 lease-lost until outcomes are idempotent",
-)
-
-
-@IDEMPOTENT_OUTCOMES
-def test_lost_outcome_answer_is_resent(server: Server, queue: str, start_worker: Callable[..., WorkerThread]) -> None:
-    dropped: List[str] = []
-
+@PART1
+def test_lost_outcome_answer_is_resent(server: Server, queue: str, make_proxy: Callable[..., Any], start_worker: Callable[..., WorkerThread]) -> None:
+    # The proxy drops the answer of the first outcome the server accepted.
     def rule(method: str, path: str) -> object:
-        if path.endswith("/complete") and not dropped:
-            dropped.append(path)
-            return "drop"
+        if (path.endswith("/complete") or path.endswith("/worker/outcomes")) and not proxy.dropped:
+            return "drop-ok"
         return "forward"
 
-    proxy = Proxy(server.url, rule)
+    proxy = make_proxy(server.url, rule)
     h = jobd.Handlers()
 
     @h.handler("x")
     async def x(task: jobd.Task) -> str:
         return "ok"
 
-    try:
-        with server.client() as c:
-            j = c.submit("x", queue=queue)
-            w = jobd.Worker(proxy.url, server.worker_key(), queues=[queue], handlers=h, claim_wait=5)
-            wt = start_worker(w)
-            assert poll(job_state(c, j.id, "succeeded", "failed"), "the job").state == "succeeded"
-            poll(lambda: j.id in w.stats.states or w.stats.outcome_errors, "the outcome's answer")
-            wt.stop()
-            assert dropped and w.stats.resent == 1, "the answer was dropped and the outcome sent again"
-            assert _kinds(c, j.id).count("succeeded") == 1
-            assert w.stats.outcome_errors == 0 and w.stats.states == {j.id: "succeeded"}, "the repeat is accepted"
-    finally:
-        proxy.close()
+    with server.client() as c:
+        j = c.submit("x", queue=queue)
+        w = jobd.Worker(proxy.url, server.worker_key(), queues=[queue], handlers=h, claim_wait=5)
+        wt = start_worker(w)
+        assert poll(job_state(c, j.id, "succeeded", "failed"), "the job").state == "succeeded"
+        poll(lambda: j.id in w.stats.states or w.stats.outcome_errors, "the outcome's answer")
+        wt.stop()
+        assert len(proxy.dropped) == 1 and w.stats.resent == 1, "the answer was dropped and the outcome sent again"
+        assert _kinds(c, j.id).count("succeeded") == 1
+        assert w.stats.outcome_errors == 0 and w.stats.states == {j.id: "succeeded"}, "the repeat is accepted"
 
 
-@IDEMPOTENT_OUTCOMES
+@PART1
 def test_repeated_outcome_answers_200(server: Server, queue: str) -> None:
     with server.client() as c, server.client(server.worker_key()) as w:
         c.submit("x", queue=queue)
