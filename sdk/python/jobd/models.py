@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
@@ -102,11 +103,22 @@ _TIME = re.compile(
 )
 
 
+_FAST_ISO = sys.version_info >= (3, 11)
+
+
 def parse_time(v: Any) -> Optional[_dt.datetime]:
     """Reads an RFC 3339 time (any number of fractional digits, ``Z`` or an
     offset) as an aware datetime; ``None`` and ``""`` give ``None``."""
     if v is None or v == "":
         return None
+    if _FAST_ISO and isinstance(v, str):
+        # Python 3.11+ reads RFC 3339 in C, several times faster.
+        try:
+            t = _dt.datetime.fromisoformat(v)
+        except ValueError:
+            t = None
+        if t is not None and t.tzinfo is not None:
+            return t
     m = _TIME.match(str(v))
     if not m:
         raise ValueError("time: %r" % (v,))

@@ -67,17 +67,26 @@ class WorkerStats:
 class _Run:
     """One job being handled here."""
 
-    __slots__ = ("job", "queue", "handler", "cause", "stop_event", "fut", "abandoned", "timer")
+    __slots__ = ("job", "queue", "handler", "cause", "_stop_event", "fut", "abandoned", "timer")
 
     def __init__(self, job: ClaimedJob, queue: "_Queue", handler: Optional[Handler]) -> None:
         self.job = job
         self.queue = queue
         self.handler = handler
         self.cause: Optional[str] = None
-        self.stop_event = threading.Event()
+        # Made for threaded handlers only (an async one is cancelled).
+        self._stop_event: Optional[threading.Event] = None
         self.fut: Optional["asyncio.Future[Any]"] = None
         self.abandoned = False
         self.timer: Optional[asyncio.TimerHandle] = None
+
+    @property
+    def stop_event(self) -> threading.Event:
+        if self._stop_event is None:
+            self._stop_event = threading.Event()
+            if self.cause is not None:
+                self._stop_event.set()
+        return self._stop_event
 
 
 class _Queue:
@@ -356,7 +365,8 @@ class Worker:
         if r.cause is not None or r.fut is None or r.fut.done():
             return
         r.cause = cause
-        r.stop_event.set()
+        if r._stop_event is not None:
+            r._stop_event.set()
         if r.handler is not None and not r.handler.threaded:
             r.fut.cancel()
 
