@@ -11,7 +11,7 @@ import (
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/client"
 	"github.com/jobd/jobd/engine"
-	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/internal/httpapi"
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/store"
 )

@@ -7,7 +7,7 @@ import (
 
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/client"
-	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/internal/httpapi"
 	"github.com/jobd/jobd/store"
 )
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/client"
-	"github.com/jobd/jobd/webhook"
+	"github.com/jobd/jobd/internal/webhook"
 )
 
 // TestVerifyWebhook: VerifyWebhook accepts what package webhook signs,

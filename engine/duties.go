@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/jobd/jobd/maintenance"
+	"github.com/jobd/jobd/internal/maintenance"
 	"github.com/jobd/jobd/store"
 )
 
@@ -45,10 +45,15 @@ func (e *Engine) addOwnDuties() error {
 	return e.runner.Add(maintenance.Duty{Name: DutyPrune, Interval: pruneInterval, Leader: true, Pass: e.prune})
 }
 
-// AddDuty adds a maintenance duty to the ones this node runs (see package
-// maintenance): a leader duty shares the engine's leader election. It
-// must be called before Run.
-func (e *Engine) AddDuty(d maintenance.Duty) error {
+// Duty is one periodic task of a node's maintenance: its Pass runs every
+// Interval on each node, or, with Leader, only on the node that leads
+// (under a context that ends with its term). See AddDuty.
+type Duty = maintenance.Duty
+
+// AddDuty adds a maintenance duty to the ones this node runs: a leader
+// duty shares the engine's leader election, so that exactly one node
+// runs it at a time. It must be called before Run.
+func (e *Engine) AddDuty(d Duty) error {
 	return e.runner.Add(d)
 }
 

@@ -13,11 +13,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/internal/maintenance"
+	"github.com/jobd/jobd/internal/wakeup"
 	"github.com/jobd/jobd/job"
-	"github.com/jobd/jobd/maintenance"
 	"github.com/jobd/jobd/observe"
 	"github.com/jobd/jobd/store"
-	"github.com/jobd/jobd/store/wakeup"
 )
 
 // hardStopGrace is how long a shutdown waits, after cancelling the

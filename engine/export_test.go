@@ -3,8 +3,8 @@ package engine
 import (
 	"github.com/google/uuid"
 
+	"github.com/jobd/jobd/internal/maintenance"
 	"github.com/jobd/jobd/internal/testsignal"
-	"github.com/jobd/jobd/maintenance"
 )
 
 // HealthChange is what HealthSignal reports.

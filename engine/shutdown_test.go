@@ -200,7 +200,7 @@ func engineGoroutines() []string {
 		if strings.Contains(g, "testing.tRunner") {
 			continue
 		}
-		if strings.Contains(g, "github.com/jobd/jobd/engine.") || strings.Contains(g, "github.com/jobd/jobd/maintenance.") {
+		if strings.Contains(g, "github.com/jobd/jobd/engine.") || strings.Contains(g, "github.com/jobd/jobd/internal/maintenance.") {
 			found = append(found, g)
 		}
 	}

@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobd/jobd/gateway"
+	"github.com/jobd/jobd/internal/gateway"
+	"github.com/jobd/jobd/internal/webhook"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/schedule"
-	"github.com/jobd/jobd/webhook"
 )
 
 // TestServicesUseReservedNames holds the reserved lists to the queues and

@@ -15,7 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/jobd/jobd/engine"
-	"github.com/jobd/jobd/internal/storewatch"
+	"github.com/jobd/jobd/internal/testutil/storewatch"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/store"

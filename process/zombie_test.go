@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/engine"
-	"github.com/jobd/jobd/internal/pgtest/migrated"
-	"github.com/jobd/jobd/internal/storewatch"
+	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
+	"github.com/jobd/jobd/internal/testutil/storewatch"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/store"

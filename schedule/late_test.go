@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobd/jobd/maintenance"
+	"github.com/jobd/jobd/internal/maintenance"
 	"github.com/jobd/jobd/schedule"
 )
 

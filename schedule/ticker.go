@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/jobd/jobd/internal/maintenance"
 	"github.com/jobd/jobd/job"
-	"github.com/jobd/jobd/maintenance"
 	"github.com/jobd/jobd/store"
 )
 
@@ -54,7 +54,6 @@ func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 	}
 	inserted := 0
 	var failed []error
-	defer func() { s.signals.Pass.Fire(inserted) }()
 	for {
 		due, err := s.store.ScheduleDue(ctx, now, dueBatch)
 		if err != nil {

@@ -23,9 +23,15 @@ var (
 	// sent. The store's own checks in Go (job.CheckJSON) refuse most such
 	// values first, as *job.ValidationError.
 	ErrRefused = errors.New("the database refused the data")
+	// ErrContended: the database failed the call to break a deadlock or a
+	// serialization conflict with other transactions, after the driver's
+	// own retries. Nothing was written, and the same call may succeed
+	// when sent again: the HTTP API answers 503 busy with Retry-After.
+	ErrContended = errors.New("the database broke a conflict between transactions")
 )
 
-// Mark returns err marked with sentinel (ErrUnavailable or ErrRefused):
+// Mark returns err marked with sentinel (ErrUnavailable, ErrRefused or
+// ErrContended):
 // errors.Is(err, sentinel) holds, the message and the chain below are
 // err's. A nil err, or one already marked with sentinel, is returned as
 // it is.

@@ -265,7 +265,10 @@ type QueueStore interface {
 	// depth zero.
 	QueueDepth(ctx context.Context, queue string) (QueueDepth, error)
 	// QueueSetPaused pauses or resumes a queue; a paused queue is not
-	// claimed from on any node. An unknown queue is created.
+	// claimed from on any node. An unknown queue is created. Resuming
+	// wakes the queue's workers on every node (inside a transaction,
+	// once it commits), so that they claim at once rather than at their
+	// next poll.
 	QueueSetPaused(ctx context.Context, queue string, paused bool) error
 	// QueueSettings returns the stored settings of every queue that has
 	// any (paused, limits, a throttle), by name, without counting jobs:

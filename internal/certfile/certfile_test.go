@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/internal/certfile"
-	"github.com/jobd/jobd/internal/testcert"
+	"github.com/jobd/jobd/internal/testutil/testcert"
 )
 
 // TestRotation: a TLS server with a Reloader serves the files' pair, the

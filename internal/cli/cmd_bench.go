@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jobd/jobd/bench"
 	"github.com/jobd/jobd/flow"
+	"github.com/jobd/jobd/internal/bench"
 	"github.com/jobd/jobd/internal/buildinfo"
 	"github.com/jobd/jobd/internal/telemetry"
 	"github.com/jobd/jobd/observe"

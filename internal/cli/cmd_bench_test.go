@@ -10,9 +10,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jobd/jobd/bench"
 	"github.com/jobd/jobd/flow"
-	"github.com/jobd/jobd/internal/pgtest/migrated"
+	"github.com/jobd/jobd/internal/bench"
+	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
 	"github.com/jobd/jobd/store/sqlite"

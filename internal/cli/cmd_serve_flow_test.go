@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/flow"
-	"github.com/jobd/jobd/internal/storewatch"
+	"github.com/jobd/jobd/internal/testutil/storewatch"
 	"github.com/jobd/jobd/store"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/jobd/jobd/flow"
-	"github.com/jobd/jobd/gateway"
+	"github.com/jobd/jobd/internal/gateway"
 	"github.com/jobd/jobd/store/sqlite"
 )
 

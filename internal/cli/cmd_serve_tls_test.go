@@ -12,7 +12,7 @@ import (
 
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/client"
-	"github.com/jobd/jobd/internal/testcert"
+	"github.com/jobd/jobd/internal/testutil/testcert"
 )
 
 // TestServeTLS: jobd serve with JOBD_TLS_CERT and JOBD_TLS_KEY serves

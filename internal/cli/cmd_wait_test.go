@@ -12,9 +12,9 @@ import (
 	"testing"
 
 	"github.com/jobd/jobd/api"
-	"github.com/jobd/jobd/httpapi"
-	"github.com/jobd/jobd/internal/pgtest"
-	"github.com/jobd/jobd/internal/pgtest/migrated"
+	"github.com/jobd/jobd/internal/httpapi"
+	"github.com/jobd/jobd/internal/testutil/pgtest"
+	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"

@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/jobd/jobd/api"
-	"github.com/jobd/jobd/webhook"
+	"github.com/jobd/jobd/internal/webhook"
 )
 
 var webhooksCommand = &Command{

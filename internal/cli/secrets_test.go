@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/testutil/pgtest"
 )
 
 // TestNoSecretInLogs runs jobd serve at debug level, on each store, with

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/api"
-	"github.com/jobd/jobd/internal/pgtest/migrated"
+	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
 )
 
 // startServe runs jobd serve in-process with args (beyond --database and
@@ -232,17 +232,6 @@ func TestServeHTTPFlagErrors(t *testing.T) {
 		all := append([]string{"serve", "--database", "sqlite:" + filepath.Join(t.TempDir(), "jobd.db"), "--listen", "127.0.0.1:0"}, args...)
 		if code := Main(context.Background(), all, env); code != 2 || !strings.Contains(stderr.String(), args[0]) {
 			t.Errorf("serve %v: exit %d, want 2 naming the flag (%s)", args, code, stderr)
-		}
-	}
-}
-
-func TestLoopbackListen(t *testing.T) {
-	for addr, want := range map[string]bool{
-		"127.0.0.1:8080": true, "127.1.2.3:0": true, "localhost:8080": true, "[::1]:8080": true,
-		":8080": false, "0.0.0.0:8080": false, "[::]:8080": false, "192.168.1.2:8080": false, "jobd.example.com:80": false, "nonsense": false,
-	} {
-		if got := loopbackListen(addr); got != want {
-			t.Errorf("loopbackListen(%q) = %v, want %v", addr, got, want)
 		}
 	}
 }

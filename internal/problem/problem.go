@@ -104,11 +104,17 @@ func fromError(err error) (*api.Problem, bool) {
 		return New(api.ProblemWrongState, "", err.Error()), true
 	case unavailable(err):
 		return New(api.ProblemUnavailable, "", unavailableDetail), true
+	case errors.Is(err, store.ErrContended):
+		return New(api.ProblemBusy, "", contendedDetail), true
 	case errors.Is(err, store.ErrRefused):
 		return New(api.ProblemValidation, "", refusedDetail), true
 	}
 	return nil, false
 }
+
+// contendedDetail is the detail of a call the database failed to break a
+// conflict between transactions (store.ErrContended).
+const contendedDetail = "the database failed this request to break a conflict with others at the same instant; nothing was written: send it again"
 
 // IdempotencyMismatchDetail is the detail of every idempotency-mismatch
 // answer: it names nothing of the job the key names (no id, no state).

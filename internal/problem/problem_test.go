@@ -15,6 +15,7 @@ import (
 	"github.com/jobd/jobd/internal/problem"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/process"
+	"github.com/jobd/jobd/store"
 )
 
 // TestFromError maps each kind of error, wrapped as the layers below
@@ -50,6 +51,7 @@ func TestFromError(t *testing.T) {
 		{fmt.Errorf("%w: HTTP 500", process.ErrProcessor), api.ProblemProcessorFailed, ""},
 		{wrap(problem.ErrUnavailable), api.ProblemUnavailable, ""},
 		{problem.Errorf(api.ProblemBusy, "", "busy"), api.ProblemBusy, ""},
+		{wrap(store.Mark(errors.New("deadlock detected"), store.ErrContended)), api.ProblemBusy, ""},
 		{problem.Errorf(api.ProblemUpstreamTimeout, "", "slow"), api.ProblemUpstreamTimeout, ""},
 		{problem.Errorf(api.ProblemTaskTimeout, "", "pending"), api.ProblemTaskTimeout, ""},
 		{problem.Errorf(api.ProblemTooManyRequests, "", "too many streams"), api.ProblemTooManyRequests, ""},

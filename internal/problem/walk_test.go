@@ -15,11 +15,12 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/jobd/jobd"
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/engine"
-	"github.com/jobd/jobd/gateway"
-	"github.com/jobd/jobd/httpapi"
-	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/gateway"
+	"github.com/jobd/jobd/internal/httpapi"
+	"github.com/jobd/jobd/internal/testutil/pgtest"
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
@@ -52,7 +53,7 @@ func openStore(t *testing.T, driver string) store.Store {
 
 // The walk's limits, small so that real requests reach them.
 const (
-	walkSecret     = "s3cret"
+	walkSecret     = "walk-admin-s3cret"
 	walkMaxBody    = 4096 // the API's body limit, and the gateway's args limit
 	walkMaxPending = 3
 )
@@ -86,13 +87,6 @@ func startWalkNode(t *testing.T, st store.Store) *walkNode {
 	upURL, _ := url.Parse(up.URL)
 	deadURL, _ := url.Parse(dead.URL)
 
-	e, err := engine.New(engine.Config{
-		Store: st, Logger: quiet, ShutdownTimeout: 50 * time.Millisecond,
-		Queues: []engine.QueueConfig{{Queue: process.DefaultQueue, Concurrency: 4}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	processor := func(ctx context.Context, req *process.Request) (*process.Response, error) {
 		var args struct{ Fail, Block bool }
 		_ = json.Unmarshal(req.Args, &args)
@@ -108,40 +102,33 @@ func startWalkNode(t *testing.T, st store.Store) *walkNode {
 		}
 		return &process.Response{}, nil
 	}
-	procs, err := process.New(st, e, "", []process.Namespace{{Name: "c", Processor: process.ProcessorFunc(processor)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw, err := gateway.New(gateway.Config{
-		Store: st, Engine: e, Logger: quiet, Authorizer: httpapi.NewAuthorizer(st, walkSecret),
-		MaxPending: walkMaxPending, MaxArgsBytes: walkMaxBody,
-		Upstreams: []gateway.Upstream{
-			{Name: "up", URL: upURL},
-			{Name: "slow", URL: upURL, Timeout: 20 * time.Millisecond},
-			{Name: "dead", URL: deadURL},
+	server, err := jobd.NewServer(context.Background(), jobd.Config{
+		Store: st, Logger: quiet, AdminSecret: walkSecret, MaxArgsBytes: walkMaxBody,
+		Engine: engine.Config{
+			ShutdownTimeout: 50 * time.Millisecond,
+			Queues:          []engine.QueueConfig{{Queue: process.DefaultQueue, Concurrency: 4}},
 		},
+		HTTP:      jobd.HTTPConfig{MaxBodyBytes: walkMaxBody},
+		Processes: []process.Namespace{{Name: "c", Processor: process.ProcessorFunc(processor)}},
+		Gateway: jobd.GatewayConfig{
+			MaxPending: walkMaxPending, Concurrency: -1,
+			Upstreams: []jobd.Upstream{
+				{Name: "up", URL: upURL},
+				{Name: "slow", URL: upURL, Timeout: 20 * time.Millisecond},
+				{Name: "dead", URL: deadURL},
+			},
+		},
+		Webhooks: jobd.WebhookConfig{Concurrency: -1},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	apiHandler, err := httpapi.New(httpapi.Config{
-		Store: st, Logger: quiet, AdminSecret: walkSecret, MaxBodyBytes: walkMaxBody,
-		Async: gw.Results(), Processes: procs,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	for _, p := range []string{"/gw/", "/_api/job", "/_api/job/"} {
-		mux.Handle(p, gw.Handler())
-	}
-	mux.Handle("/", apiHandler)
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewServer(server.Handler())
 	n.URL = srv.URL
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- e.Run(ctx) }()
+	go func() { done <- server.Run(ctx) }()
 	t.Cleanup(func() {
 		close(n.release)
 		cancel()

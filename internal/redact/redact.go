@@ -59,6 +59,13 @@ func (s *Secrets) Add(values ...string) {
 	s.replacer = strings.NewReplacer(pairs...)
 }
 
+// Values returns the secrets of the set, in the order they were added.
+func (s *Secrets) Values() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Clone(s.values)
+}
+
 // AddURL adds the credentials of a URL (user information, its password)
 // to the set; a URL without any adds nothing.
 func (s *Secrets) AddURL(raw string) {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/flow"
-	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/internal/httpapi"
 	"github.com/jobd/jobd/internal/telemetry"
 	"github.com/jobd/jobd/store"
 )

@@ -21,9 +21,9 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/jobd/jobd/engine"
-	"github.com/jobd/jobd/httpapi"
-	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/httpapi"
 	"github.com/jobd/jobd/internal/telemetry"
+	"github.com/jobd/jobd/internal/testutil/pgtest"
 	"github.com/jobd/jobd/observe"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"

@@ -14,8 +14,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/jobd/jobd/engine"
-	"github.com/jobd/jobd/gateway"
-	"github.com/jobd/jobd/httpapi"
+	"github.com/jobd/jobd/internal/gateway"
+	"github.com/jobd/jobd/internal/httpapi"
 	"github.com/jobd/jobd/internal/telemetry"
 	"github.com/jobd/jobd/store"
 )

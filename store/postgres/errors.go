@@ -31,8 +31,17 @@ func classify(err error) error {
 		return store.Mark(err, store.ErrUnavailable)
 	case refusedValue(err):
 		return store.Mark(err, store.ErrRefused)
+	case deadlock(err) || serializationFailure(err):
+		return store.Mark(err, store.ErrContended)
 	}
 	return err
+}
+
+// serializationFailure reports whether PostgreSQL failed err's statement
+// for a serialization conflict (SQLSTATE 40001).
+func serializationFailure(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "40001"
 }
 
 // unavailableStates are the SQLSTATEs of a server that is going away or

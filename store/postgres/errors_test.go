@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/internal/pgtest"
+	"github.com/jobd/jobd/internal/testutil/pgtest"
 	"github.com/jobd/jobd/store"
 )
 
@@ -51,6 +51,10 @@ func TestErrorsMarked(t *testing.T) {
 	}
 
 	s := openStore(t, pgtest.NewDatabase(t), clock.Real)
+	if _, err := s.pool.Exec(ctx, `CREATE FUNCTION raise_code(c text) RETURNS text LANGUAGE plpgsql
+		AS $$ BEGIN RAISE EXCEPTION 'raised' USING ERRCODE = c; END $$`); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		sql  string
 		args []any
@@ -60,13 +64,18 @@ func TestErrorsMarked(t *testing.T) {
 		{`SELECT '{"a":"\u0000"}'::jsonb::text`, nil, store.ErrRefused},
 		{"SELECT 1/0", nil, store.ErrRefused}, // a data exception too (class 22)
 		{"SELECT * FROM no_such_table", nil, nil},
+		// A conflict the server broke by failing one transaction: sent
+		// again, the call may succeed (the chaos tier met a claim that
+		// lost a deadlock past its retries).
+		{"SELECT raise_code('40P01')", nil, store.ErrContended},
+		{"SELECT raise_code('40001')", nil, store.ErrContended},
 	} {
 		var out string
 		err := classify(s.pool.QueryRow(ctx, c.sql, c.args...).Scan(&out))
 		if err == nil {
 			t.Fatalf("%s: no error", c.sql)
 		}
-		for _, sentinel := range []error{store.ErrRefused, store.ErrUnavailable} {
+		for _, sentinel := range []error{store.ErrRefused, store.ErrUnavailable, store.ErrContended} {
 			if errors.Is(err, sentinel) != (sentinel == c.want) {
 				t.Errorf("%s: %v; errors.Is %v = %v", c.sql, err, sentinel, errors.Is(err, sentinel))
 			}

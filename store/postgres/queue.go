@@ -67,7 +67,10 @@ func (s *executor) QueueSetPaused(ctx context.Context, queue string, paused bool
 	if _, err := s.db.Exec(ctx, queueSetPausedSQL, s.now(), queue, paused); err != nil {
 		return errorf("postgres: set queue %q paused=%t: %w", queue, paused, err)
 	}
-	return nil
+	if paused {
+		return nil
+	}
+	return s.Wake(ctx, queue)
 }
 
 // purgeBatch is how many jobs one transaction of QueuePurge deletes at

@@ -25,6 +25,7 @@ var wakeupTests = []test{
 	{"Rescue", testWakeRescue},
 	{"CancelRunning", testWakeCancelRunning},
 	{"CancelQueued", testWakeCancelQueued},
+	{"Resume", testWakeResume},
 }
 
 // waitLimit bounds every wait for a wake-up. It is a deadline for a test
@@ -285,4 +286,15 @@ func testWakeCancelQueued(t *testing.T, e *env) {
 			t.Fatalf("cancel of a queued job sent %+v, want no cancel notification", n)
 		}
 	}
+}
+
+// testWakeResume: resuming a paused queue wakes its workers on every
+// node, so that they claim at once rather than at their next poll.
+func testWakeResume(t *testing.T, e *env) {
+	e.setPaused(t, "held", true)
+	e.insert(t, job.InsertParams{Queue: "held", Kind: "k"})
+	l := e.listen(t)
+	l.drain(t)
+	e.setPaused(t, "held", false)
+	l.waitFor(t, "held")
 }
