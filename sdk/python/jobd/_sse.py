@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Dict, Optional
 
 from ._http import Response
-from .errors import APIError, error_from_answer
+from .errors import APIError, InvalidRequestError, error_from_answer
 from .models import Job
 
 #: Failures in a row, without an event between them, after which a stream
@@ -18,6 +18,16 @@ MAX_STREAM_FAILURES = 5
 #: How long a stream may be silent before it is taken as broken: the server
 #: writes a comment every 15 s.
 STREAM_IDLE = 45.0
+
+
+class StreamUnavailable(InvalidRequestError):
+    """The answer to a stream was not an event stream (a proxy that does
+    not pass them): ``wait`` long-polls instead."""
+
+
+#: How long each long-poll of a wait without a stream asks the server to
+#: hold its answer (the server's most).
+LONG_POLL = 30.0
 
 
 @dataclass
@@ -85,6 +95,8 @@ class StreamState:
         if status != 200:
             ra = Response(status, headers, b"").retry_after()
             return error_from_answer(status, body, ra)
+        if headers.get("content-type", "").split(";")[0].strip() != "text/event-stream":
+            return StreamUnavailable(406, {"status": 406, "detail": "the server did not answer with an event stream"})
         return None
 
     def event(self, ev: SSEEvent) -> Optional[Job]:

@@ -11,7 +11,7 @@ from typing import Any, AsyncIterator, Callable, Dict, List, Mapping, Optional, 
 
 from . import _ops
 from ._http import AsyncTransport, Endpoint, _within
-from ._sse import MAX_STREAM_FAILURES, STREAM_IDLE, StreamState
+from ._sse import LONG_POLL, MAX_STREAM_FAILURES, STREAM_IDLE, StreamState, StreamUnavailable
 from .client import DEFAULT_RETRY_503, spec_of
 from .errors import APIError, MethodNotAllowedError, NotFoundError, TransportError, UnavailableError, error_from_answer
 from .models import ClaimedJob, Duration, Event, Job, JobPage, JobSpec, LeaseState, SubmitResult, WorkerCreated
@@ -265,11 +265,21 @@ class AsyncClient:
         (``asyncio.TimeoutError``) after ``timeout`` seconds."""
 
         async def follow() -> Job:
-            async for j in self.stream(job_id):
-                if on_update is not None:
-                    on_update(j)
-                if j.final:
-                    return j
+            try:
+                async for j in self.stream(job_id):
+                    if on_update is not None:
+                        on_update(j)
+                    if j.final:
+                        return j
+            except StreamUnavailable:
+                last: Optional[Job] = None
+                while True:  # no event stream: long-poll
+                    j = await self.get(job_id, wait=LONG_POLL if last is not None else None)
+                    if on_update is not None and (last is None or j.updated_at != last.updated_at or j.state != last.state):
+                        on_update(j)
+                    last = j
+                    if j.final:
+                        return j
             return await self.get(job_id)
 
         if timeout is None:

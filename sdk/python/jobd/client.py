@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 
 from . import _ops
 from ._http import Endpoint, SyncTransport
-from ._sse import MAX_STREAM_FAILURES, STREAM_IDLE, StreamState
+from ._sse import LONG_POLL, MAX_STREAM_FAILURES, STREAM_IDLE, StreamState, StreamUnavailable
 from .errors import APIError, MethodNotAllowedError, NotFoundError, TransportError, UnavailableError, error_from_answer
 from .models import ClaimedJob, Duration, Event, Job, JobPage, JobSpec, LeaseState, SubmitResult, WorkerCreated
 
@@ -270,10 +270,29 @@ class Client:
                     on_update(j)
                 if j.final:
                     return j
+        except StreamUnavailable:
+            return self._long_poll(job_id, deadline, on_update)
         except TransportError:
             if deadline is None or time.monotonic() < deadline:
                 raise
         raise TimeoutError("jobd: job %s is not final after %ss" % (job_id, timeout))
+
+    def _long_poll(self, job_id: str, deadline: Optional[float], on_update: Optional[Callable[[Job], None]]) -> Job:
+        """wait without an event stream: GET ?wait= until the job is final."""
+        last: Optional[Job] = None
+        while True:
+            wait = LONG_POLL if last is not None else 0.0
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("jobd: job %s is not final in time" % job_id)
+                wait = min(wait, left)
+            j = self.get(job_id, wait=max(wait, 0.0) or None)
+            if on_update is not None and (last is None or j.updated_at != last.updated_at or j.state != last.state):
+                on_update(j)
+            last = j
+            if j.final:
+                return j
 
     def _follow(self, job_id: str, st: StreamState, deadline: Optional[float]) -> Iterator[Job]:
         """The job's versions from its event stream, reconnecting, until it

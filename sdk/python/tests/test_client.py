@@ -211,6 +211,32 @@ def test_wait_returns_the_final_job(server: Server, queue: str) -> None:
         assert c.get(j.id, wait=1).state == "succeeded"
 
 
+def test_wait_long_polls_without_an_event_stream(server: Server, queue: str, make_proxy: Callable[..., Any]) -> None:
+    # A proxy that does not pass event streams (it answers the stream with
+    # a page of its own): wait long-polls GET /api/v1/jobs/{id}?wait=.
+    page = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 4\r\n\r\nnope"
+    proxy = make_proxy(server.url, lambda m, p: page if "/stream" in p else "forward")
+    with jobd.Client(proxy.url, server.admin) as c:
+        j = c.submit("x", queue=queue)
+        gate = threading.Event()
+        gate.set()
+        t = threading.Thread(target=_work_one, args=(server, queue, 1, gate))
+        t.start()
+        seen: List[str] = []
+        assert c.wait(j.id, timeout=30, on_update=lambda v: seen.append(v.state)).state == "succeeded"
+        t.join(30)
+        assert seen[-1] == "succeeded"
+        with pytest.raises(jobd.InvalidRequestError):
+            list(c.stream(j.id))
+
+    async def main() -> None:
+        async with jobd.AsyncClient(proxy.url, server.admin) as ac:
+            assert (await ac.wait(j.id, timeout=30)).state == "succeeded"
+
+    asyncio.run(main())
+    assert any("?wait=" in r[2] for r in proxy.log)
+
+
 def test_async_client_lifecycle(server: Server, queue: str) -> None:
     async def main() -> None:
         async with server.aclient() as c:
