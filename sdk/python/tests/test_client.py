@@ -137,7 +137,7 @@ def test_every_problem_kind_has_its_error_class(server: Server) -> None:
     assert isinstance(jobd.errors.error_from_answer(502, b"<html>bad gateway</html>"), jobd.UnavailableError)
 
 
-def test_cancel_retry_rerun_events(server: Server, queue: str) -> None:
+def test_cancel_retry_events(server: Server, queue: str) -> None:
     with server.client() as c:
         j = c.submit("x", queue=queue)
         assert c.cancel(j.id).state == "canceled"
@@ -287,7 +287,7 @@ def test_sync_worker_protocol_methods(server: Server, queue: str) -> None:
         assert "requeued" in [e.kind for e in c.events(d.id)]
 
 
-def test_json_body_needs_no_admin_secret(server: Server) -> None:
+def test_json_bodies_carry_their_content_type(server: Server) -> None:
     # The client always sends Content-Type: application/json with a body:
     # a server without credentials refuses a body without it (415).
     err = jobd.errors.error_from_answer(415, b'{"type":"%sunsupported-media-type","status":415}' % PROBLEM_BASE.encode())
