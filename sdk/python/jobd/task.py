@@ -1,0 +1,123 @@
+"""The claimed job a handler gets: :class:`Task` for ``async def``
+handlers, :class:`SyncTask` for blocking handlers run in the worker's
+thread pool."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import TYPE_CHECKING, Any, Optional
+
+from .failures import Cancelled
+from .models import ClaimedJob
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .worker import Worker, _Run
+
+__all__ = ["Task", "SyncTask"]
+
+
+class _BaseTask:
+    def __init__(self, worker: "Worker", run: "_Run") -> None:
+        self._worker = worker
+        self._run = run
+        #: The job as claimed: attempt, deadline, lease token, rerun…
+        self.job: ClaimedJob = run.job
+
+    @property
+    def id(self) -> str:
+        """The job's id."""
+        return self.job.id
+
+    @property
+    def kind(self) -> str:
+        return self.job.kind
+
+    @property
+    def queue(self) -> str:
+        return self.job.queue
+
+    @property
+    def args(self) -> Any:
+        """The job's args (a dict)."""
+        return self.job.args
+
+    @property
+    def attempt(self) -> int:
+        """This attempt's number, from 1."""
+        return self.job.attempt
+
+    @property
+    def checkpoint(self) -> Any:
+        """The last checkpoint saved, by this attempt or an earlier one;
+        ``None`` on a first attempt."""
+        return self.job.checkpoint
+
+    @property
+    def stop_reason(self) -> Optional[str]:
+        """Why the job is to stop: ``"canceled"`` (its cancel was
+        requested), ``"lease-lost"``, ``"timed-out"`` (its deadline passed)
+        or ``"shutdown"``; ``None`` while it may go on."""
+        return self._run.cause
+
+    @property
+    def cancel_requested(self) -> bool:
+        """Whether the job's cancel was requested."""
+        return self._run.cause == "canceled"
+
+
+class Task(_BaseTask):
+    """A claimed job handed to an ``async def`` handler.
+
+    When the job is to stop (its cancel requested, its lease lost, its
+    deadline passed, the worker shutting down past its timeout) the
+    handler's coroutine is cancelled: ``asyncio.CancelledError`` is raised
+    at its next ``await``, and :attr:`stop_reason` says why.
+    """
+
+    async def progress(self, done: int, total: int, phase: str = "", *, items: Any = None) -> None:
+        """Reports progress (``done`` of ``total`` in ``phase``, with
+        per-item detail ``items``, any JSON) and extends the lease. When the
+        answer says the job's cancel was requested, the handler is
+        cancelled."""
+        await self._worker._progress(self._run, done, total, phase, items)
+
+    async def save_checkpoint(self, value: Any) -> None:
+        """Stores ``value`` (JSON) as the job's checkpoint: a later attempt
+        finds it in :attr:`checkpoint`."""
+        await self._worker._checkpoint(self._run, value)
+
+
+class SyncTask(_BaseTask):
+    """A claimed job handed to a blocking handler, which runs in the
+    worker's thread pool. A thread cannot be interrupted: when the job is
+    to stop, :attr:`cancelled` becomes true (and :attr:`stop_event` is
+    set); check it between steps, or call :meth:`raise_if_cancelled`."""
+
+    def __init__(self, worker: "Worker", run: "_Run", loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(worker, run)
+        self._loop = loop
+        #: Set when the job is to stop; wait on it instead of sleeping.
+        self.stop_event: threading.Event = run.stop_event
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the job is to stop (see :attr:`stop_reason`)."""
+        return self.stop_event.is_set()
+
+    def raise_if_cancelled(self) -> None:
+        """Raises :class:`jobd.Cancelled` when the job is to stop."""
+        if self.stop_event.is_set():
+            raise Cancelled(self._run.cause or "stopped")
+
+    def progress(self, done: int, total: int, phase: str = "", *, items: Any = None) -> None:
+        """Reports progress and extends the lease (see
+        :meth:`Task.progress`); when the answer says the job's cancel was
+        requested, :attr:`cancelled` becomes true."""
+        fut = asyncio.run_coroutine_threadsafe(self._worker._progress(self._run, done, total, phase, items), self._loop)
+        fut.result()
+
+    def save_checkpoint(self, value: Any) -> None:
+        """Stores ``value`` (JSON) as the job's checkpoint."""
+        fut = asyncio.run_coroutine_threadsafe(self._worker._checkpoint(self._run, value), self._loop)
+        fut.result()
