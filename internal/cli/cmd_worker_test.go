@@ -22,6 +22,7 @@ import (
 	"github.com/jobd/jobd/client"
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/internal/httpapi"
+	"github.com/jobd/jobd/internal/remote"
 	"github.com/jobd/jobd/internal/testsignal"
 	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
 	"github.com/jobd/jobd/internal/testutil/storewatch"
@@ -38,6 +39,15 @@ const preferWindow = 2 * time.Second
 // hourlyQueue is the queue whose backoff, on the test servers, is an
 // hour; every other queue retries at once.
 const hourlyQueue = "hourly"
+
+// testPolicy is the engine's policy with the test servers' backoff
+// (retryDelay).
+type testPolicy struct{ *engine.Engine }
+
+// RetryDelay is retryDelay.
+func (testPolicy) RetryDelay(queue string, attempt int) time.Duration {
+	return retryDelay(queue, attempt)
+}
 
 // retryDelay is the test servers' backoff of the queues (see hourlyQueue).
 func retryDelay(queue string, _ int) time.Duration {
@@ -83,10 +93,12 @@ func eachWorkerServer(t *testing.T, fn func(t *testing.T, s *workerServer)) {
 			ectx, stop := context.WithCancel(ctx)
 			done := make(chan struct{})
 			go func() { defer close(done); _ = eng.Run(ectx) }()
-			h, err := httpapi.New(httpapi.Config{
-				Store: st, AdminSecret: "admin-secret", Wakeups: eng.Subscribe,
-				PreferWindow: preferWindow, RetryDelay: retryDelay,
-			})
+			workers, err := remote.New(remote.Config{Store: st, Policy: testPolicy{eng}, PreferWindow: preferWindow,
+				Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := httpapi.New(httpapi.Config{Store: st, AdminSecret: "admin-secret", Remote: workers})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/internal/httpapi"
+	"github.com/jobd/jobd/internal/remote"
 	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
@@ -186,8 +187,11 @@ func TestLongPollPacedOnLimitedQueue(t *testing.T) {
 				t.Errorf("engine: %v", err)
 			}
 		})
-		s := newServer(t, counted, httpapi.Config{AdminSecret: adminSecret,
-			Wakeups: eng.Subscribe, ClaimPace: eng.ClaimPace})
+		workers, err := remote.New(remote.Config{Store: counted, Policy: eng, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newServer(t, counted, httpapi.Config{AdminSecret: adminSecret, Remote: workers})
 		w := s.registerWorker(t, "w1")
 		s.do("PUT", "/api/v1/queues/narrow", `{"global_limit":1}`).must(t, 200, nil)
 		s.submit(t, `{"kind":"k","queue":"narrow"}`, 201)
@@ -196,7 +200,7 @@ func TestLongPollPacedOnLimitedQueue(t *testing.T) {
 
 		answer := make(chan *response, 1)
 		go func() {
-			answer <- w.do("POST", "/api/v1/worker/claim", fmt.Sprintf(`{"queues":["narrow"],"wait":%q}`, httpapi.MaxClaimWait))
+			answer <- w.do("POST", "/api/v1/worker/claim", fmt.Sprintf(`{"queues":["narrow"],"wait":%q}`, remote.MaxClaimWait))
 		}()
 		// The long-poll claims again and again while the limit is full: it
 		// is paced. (Unpaced, it would claim now, on the few wake-ups of

@@ -7,19 +7,11 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"time"
 
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/internal/problem"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
-)
-
-// Defaults of the remote-worker settings of Config.
-const (
-	DefaultPreferWindow = 60 * time.Second
-	// MaxClaimWait caps a claim's wait.
-	MaxClaimWait = 60 * time.Second
 )
 
 type workerKey struct{}
