@@ -130,8 +130,8 @@ func (s *executor) processTaskFinish(ctx context.Context, r store.ProcessTaskRes
 	tx := s.tx
 	// The fence first: it locks the task's job row, so nothing below runs
 	// for a task whose lease is gone.
-	var fenced uuid.UUID
-	err := tx.QueryRow(ctx, checkpointSQL, s.now(), r.Lease.ID, r.Lease.Token, nullJSONArg(r.Outcome), r.Lease.Owner).Scan(uuidDest(&fenced))
+	var cancelRequested bool // the task's executor learns a cancel otherwise
+	err := tx.QueryRow(ctx, checkpointSQL, s.now(), r.Lease.ID, r.Lease.Token, nullJSONArg(r.Outcome), r.Lease.Owner).Scan(&cancelRequested)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, job.ErrLeaseLost
 	}
