@@ -21,6 +21,7 @@ import (
 // "x-jobd-queue-scoped": true.
 var queueRoutes = map[string]bool{
 	"POST /api/v1/jobs":             true,
+	"POST /api/v1/jobs/batch":       true,
 	"GET /api/v1/jobs":              true,
 	"GET /api/v1/jobs/{id}":         true,
 	"POST /api/v1/jobs/{id}/cancel": true,

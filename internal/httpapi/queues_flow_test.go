@@ -42,7 +42,7 @@ var badLimits = []struct {
 	{`{"rate":{"limit":0,"period":"1s"}}`, 422, "rate.limit"},
 	{`{"rate":{"limit":5}}`, 422, "rate.period"},
 	{`{"rate":{"limit":5,"period":"soon"}}`, 400, "rate.period"},
-	{`{"rate":{"limit":5,"period":60}}`, 400, "rate.period"},
+	{`{"rate":{"limit":5,"period":"60"}}`, 400, "rate.period"},
 	{`{"rate":{"limit":5,"period":"0s"}}`, 422, "rate.period"},
 	{`{"rate":{"limit":5,"period":"200h"}}`, 422, "rate.period"},
 	{`{"rate":{"limit":5,"period":"1s","by":"tenant"}}`, 422, "rate.by"},
@@ -64,8 +64,9 @@ func TestQueueLimits(t *testing.T) {
 		var q api.Queue
 		s.do("PUT", "/api/v1/queues/api", `{"global_limit":5,"partition_limit":2,
 			"rate":{"limit":100,"period":"1m","by":"partition_key","burst":10},"throttle_by":"partition_key"}`).must(t, 200, &q)
+		sixty := 60.0
 		want := api.QueueLimits{GlobalLimit: 5, PartitionLimit: 2, ThrottleBy: "partition_key",
-			Rate: &api.QueueRate{Limit: 100, Period: api.Duration(time.Minute), By: "partition_key", Burst: 10}}
+			Rate: &api.QueueRate{Limit: 100, Period: api.Duration(time.Minute), PeriodSeconds: &sixty, By: "partition_key", Burst: 10}}
 		if q.Name != "api" || q.Counts[api.StateQueued] != 1 || !sameLimits(q.QueueLimits, want) ||
 			q.ThrottledUntil != nil || q.ThrottledPartitions == nil || len(q.ThrottledPartitions) != 0 {
 			t.Errorf("PUT answered %+v", q)
@@ -76,7 +77,7 @@ func TestQueueLimits(t *testing.T) {
 		// The wire names, exactly; unset members omitted.
 		r := s.do("PUT", "/api/v1/queues/fresh", `{"rate":{"limit":20,"period":"1s"}}`)
 		r.must(t, 200, nil)
-		for _, part := range []string{`"name":"fresh"`, `"rate":{"limit":20,"period":"1s"}`, `"throttled_until":null`, `"throttled_partitions":[]`} {
+		for _, part := range []string{`"name":"fresh"`, `"rate":{"limit":20,"period":"1s","period_seconds":1}`, `"throttled_until":null`, `"throttled_partitions":[]`} {
 			if !strings.Contains(string(r.body), part) {
 				t.Errorf("PUT of a new queue answered %s, without %s", r.body, part)
 			}
@@ -158,7 +159,8 @@ func TestQueueLimitsSurviveRestart(t *testing.T) {
 			first.Close()
 
 			s := newServer(t, reopen(t, driver, dsn), httpapi.Config{})
-			want := api.QueueLimits{GlobalLimit: 3, Rate: &api.QueueRate{Limit: 20, Period: api.Duration(time.Second)}}
+			one := 1.0
+			want := api.QueueLimits{GlobalLimit: 3, Rate: &api.QueueRate{Limit: 20, Period: api.Duration(time.Second), PeriodSeconds: &one}}
 			if got := listed(t, s, "api"); !sameLimits(got.QueueLimits, want) {
 				t.Errorf("after the restart: %+v, want %+v", got.QueueLimits, want)
 			}

@@ -239,6 +239,7 @@ func (s *server) routes() []route {
 		{"GET", "/metrics", s.metricsScope(), s.metrics},
 
 		{"POST", "/api/v1/jobs", scopeSubmit, s.submit},
+		{"POST", "/api/v1/jobs/batch", scopeSubmit, s.submitBatch},
 		{"GET", "/api/v1/jobs", scopeRead, s.list},
 		{"GET", "/api/v1/jobs/{id}", scopeRead, s.getJob},
 		{"POST", "/api/v1/jobs/{id}/cancel", scopeCancel, s.cancel},
@@ -276,6 +277,7 @@ func (s *server) routes() []route {
 		{"POST", "/api/v1/worker/jobs/{id}/complete", scopeWorker, s.workerComplete},
 		{"POST", "/api/v1/worker/jobs/{id}/fail", scopeWorker, s.workerFail},
 		{"POST", "/api/v1/worker/jobs/{id}/release", scopeWorker, s.workerRelease},
+		{"POST", "/api/v1/worker/outcomes", scopeWorker, s.workerOutcomes},
 
 		{"POST", "/api/v1/processes/{ns}/{id}", scopeSubmit, s.initProcess},
 		{"POST", "/api/v1/processes/{ns}/{id}/call", scopeSubmit, s.callProcess},

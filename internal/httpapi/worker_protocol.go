@@ -16,7 +16,7 @@ import (
 
 // The worker routes decode a remote worker's request, hand it to the
 // remote.Service, which holds the protocol's rules, and encode its
-// answer.
+// answer (docs/worker-protocol.md).
 
 // workerHeartbeat: POST /api/v1/worker/heartbeat {status, leases} →
 // {leases: [{id, held, cancel_requested}]}: keeps the worker online and
@@ -25,13 +25,13 @@ func (s *server) workerHeartbeat(w http.ResponseWriter, r *http.Request) error {
 	if err := checkQuery(r); err != nil {
 		return err
 	}
-	var req api.HeartbeatRequest
+	var req heartbeatBody
 	if err := s.decodeBody(w, r, &req); err != nil {
 		return err
 	}
 	leases := make([]store.Lease, len(req.Leases))
 	for i, l := range req.Leases {
-		leases[i] = store.Lease{ID: l.ID, Token: l.LeaseToken}
+		leases[i] = store.Lease{ID: uuid.UUID(l.ID), Token: uuid.UUID(l.LeaseToken)}
 	}
 	res, err := s.remote.Heartbeat(r.Context(), callingWorker(r), store.WorkerStatus(req.Status), leases)
 	if err != nil {
@@ -39,7 +39,7 @@ func (s *server) workerHeartbeat(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := api.HeartbeatResponse{Leases: make([]api.LeaseState, len(res))}
 	for i, h := range res {
-		out.Leases[i] = api.LeaseState{ID: req.Leases[i].ID, Held: h.Held, CancelRequested: h.CancelRequested}
+		out.Leases[i] = api.LeaseState{ID: leases[i].ID, Held: h.Held, CancelRequested: h.CancelRequested}
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -69,13 +69,16 @@ func (s *server) workerClaim(w http.ResponseWriter, r *http.Request) error {
 	for _, j := range jobs {
 		s.logTransition(r, "api: job claimed by a remote worker", j)
 	}
-	return writeJSON(w, http.StatusOK, claimResponse(jobs))
+	return writeJSON(w, http.StatusOK, s.claimResponse(jobs))
 }
 
-func claimResponse(jobs []*job.Job) api.ClaimResponse {
+// claimResponse shows claimed jobs with their leases and the heartbeat
+// interval the server advises for each (remote.Service.HeartbeatAdvice).
+func (s *server) claimResponse(jobs []*job.Job) api.ClaimResponse {
 	out := api.ClaimResponse{Jobs: make([]api.ClaimedJob, len(jobs))}
 	for i, j := range jobs {
-		out.Jobs[i] = api.ClaimedJob{Job: toAPIJob(j), LeaseToken: j.LeaseToken}
+		out.Jobs[i] = api.ClaimedJob{Job: toAPIJob(j), LeaseToken: j.LeaseToken,
+			HeartbeatIntervalSeconds: api.Seconds(s.remote.HeartbeatAdvice(j.LeaseTTL))}
 	}
 	return out
 }
@@ -86,33 +89,42 @@ func (s *server) workerProgress(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req api.ProgressRequest
+	var req progressBody
 	if err := s.decodeBody(w, r, &req); err != nil {
 		return err
 	}
+	lease, err := workerLease(r, id, req.LeaseToken)
+	if err != nil {
+		return err
+	}
 	p := job.Progress{Phase: req.Phase, Done: req.Done, Total: req.Total, Items: req.Items}
-	cancel, err := s.remote.Progress(r.Context(), workerLease(r, id, req.LeaseToken), p)
+	cancel, err := s.remote.Progress(r.Context(), lease, p)
 	if err != nil { // job.ErrLeaseLost is answered 409 lease-lost
 		return err
 	}
 	return writeJSON(w, http.StatusOK, api.ProgressResponse{CancelRequested: cancel})
 }
 
-// workerCheckpoint: POST /api/v1/worker/jobs/{id}/checkpoint → 204.
+// workerCheckpoint: POST /api/v1/worker/jobs/{id}/checkpoint →
+// {cancel_requested}.
 func (s *server) workerCheckpoint(w http.ResponseWriter, r *http.Request) error {
 	id, err := workerJobID(r)
 	if err != nil {
 		return err
 	}
-	var req api.CheckpointRequest
+	var req checkpointBody
 	if err := s.decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	if err := s.remote.Checkpoint(r.Context(), workerLease(r, id, req.LeaseToken), req.Checkpoint); err != nil {
-		return err // job.ErrLeaseLost is answered 409 lease-lost
+	lease, err := workerLease(r, id, req.LeaseToken)
+	if err != nil {
+		return err
 	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	cancel, err := s.remote.Checkpoint(r.Context(), lease, req.Checkpoint)
+	if err != nil { // job.ErrLeaseLost is answered 409 lease-lost
+		return err
+	}
+	return writeJSON(w, http.StatusOK, api.CheckpointResponse{CancelRequested: cancel})
 }
 
 // workerComplete: POST /api/v1/worker/jobs/{id}/complete {lease_token,
@@ -122,11 +134,14 @@ func (s *server) workerComplete(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req api.CompleteRequest
+	var req completeBody
 	if err := s.decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	lease := workerLease(r, id, req.LeaseToken)
+	lease, err := workerLease(r, id, req.LeaseToken)
+	if err != nil {
+		return err
+	}
 	res, err := s.remote.Complete(r.Context(), callingWorker(r), lease, req.Result)
 	return s.finishAnswer(w, r, lease, store.OutcomeSucceeded, res, err)
 }
@@ -138,20 +153,16 @@ func (s *server) workerFail(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req api.FailRequest
+	var req failBody
 	if err := s.decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	f := remote.Failure{Error: req.Error, Retryable: req.Retryable}
-	if req.RetryAfter != nil {
-		d := time.Duration(*req.RetryAfter)
-		f.RetryAfter = &d
+	lease, err := workerLease(r, id, req.LeaseToken)
+	if err != nil {
+		return err
 	}
-	if req.Throttle != nil {
-		d := time.Duration(*req.Throttle)
-		f.Throttle = &d
-	}
-	lease := workerLease(r, id, req.LeaseToken)
+	f := remote.Failure{Error: req.Error, Retryable: req.Retryable,
+		RetryAfter: durationPtr(req.RetryAfter), Throttle: durationPtr(req.Throttle)}
 	res, err := s.remote.Fail(r.Context(), callingWorker(r), lease, f)
 	return s.finishAnswer(w, r, lease, store.OutcomeFailed, res, err)
 }
@@ -164,31 +175,53 @@ func (s *server) workerRelease(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req api.ReleaseRequest
+	var req releaseBody
 	if err := s.decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	lease := workerLease(r, id, req.LeaseToken)
+	lease, err := workerLease(r, id, req.LeaseToken)
+	if err != nil {
+		return err
+	}
 	res, err := s.remote.Release(r.Context(), callingWorker(r), lease)
 	return s.finishAnswer(w, r, lease, store.OutcomeReleased, res, err)
 }
 
 // finishAnswer logs an outcome the service applied, or refused, and
-// answers it.
+// answers it: 200 with the state, and repeat for a repeat.
 func (s *server) finishAnswer(w http.ResponseWriter, r *http.Request, lease store.Lease, status store.OutcomeStatus, res store.FinishResult, err error) error {
-	if s.log.Enabled(r.Context(), slog.LevelDebug) && (err == nil || res.Lost) {
-		s.log.DebugContext(r.Context(), "api: a remote worker's outcome", "job_id", lease.ID, "outcome", status,
-			"lost", res.Lost, "state", res.State, "request_id", RequestID(r.Context()))
-	}
+	s.logOutcome(r, lease.ID, status, res, err)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, api.FinishResponse{State: api.State(res.State)})
+	return writeJSON(w, http.StatusOK, api.FinishResponse{State: api.State(res.State), Repeat: res.Repeat})
 }
 
-// workerLease is the lease a worker's call names (remote.LeaseOf).
-func workerLease(r *http.Request, id, token uuid.UUID) store.Lease {
-	return remote.LeaseOf(callingWorker(r), id, token)
+// logOutcome logs, at debug, a remote worker's outcome.
+func (s *server) logOutcome(r *http.Request, id uuid.UUID, status store.OutcomeStatus, res store.FinishResult, err error) {
+	if s.log.Enabled(r.Context(), slog.LevelDebug) && (err == nil || res.Lost) {
+		s.log.DebugContext(r.Context(), "api: a remote worker's outcome", "job_id", id, "outcome", status,
+			"lost", res.Lost, "repeat", res.Repeat, "state", res.State, "request_id", RequestID(r.Context()))
+	}
+}
+
+// durationPtr is *d as a time.Duration, nil for nil.
+func durationPtr(d *api.Duration) *time.Duration {
+	if d == nil {
+		return nil
+	}
+	v := time.Duration(*d)
+	return &v
+}
+
+// workerLease is the lease a worker's call names (remote.LeaseOf): a
+// missing token is a 422 naming lease_token.
+func workerLease(r *http.Request, id uuid.UUID, token *uuidArg) (store.Lease, error) {
+	t, err := leaseToken(token)
+	if err != nil {
+		return store.Lease{}, err
+	}
+	return remote.LeaseOf(callingWorker(r), id, t), nil
 }
 
 func workerJobID(r *http.Request) (uuid.UUID, error) {

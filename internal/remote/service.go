@@ -17,6 +17,9 @@ import (
 const (
 	// DefaultPreferWindow is the default of Config.PreferWindow.
 	DefaultPreferWindow = 60 * time.Second
+	// DefaultHeartbeatInterval is the default of Config.HeartbeatInterval
+	// (the engine's own default).
+	DefaultHeartbeatInterval = 10 * time.Second
 	// MaxClaimWait caps a claim's wait.
 	MaxClaimWait = 60 * time.Second
 	// MaxClaimQueues caps the queues of one claim.
@@ -60,6 +63,11 @@ type Config struct {
 	// PreferWindow is the claims' prefer window (store.ClaimParams);
 	// default DefaultPreferWindow.
 	PreferWindow time.Duration
+	// HeartbeatInterval is the server's own heartbeat interval (the
+	// engine's): the longest the Service advises a worker to wait between
+	// two renewals of a lease (HeartbeatAdvice); default
+	// DefaultHeartbeatInterval.
+	HeartbeatInterval time.Duration
 	// Clock defaults to clock.Real; it paces the long-polls and times
 	// the executions.
 	Clock clock.Clock
@@ -96,6 +104,11 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("remote: Config.Policy is required")
 	case cfg.PreferWindow < 0:
 		return nil, fmt.Errorf("remote: the prefer window must not be negative, got %s", cfg.PreferWindow)
+	case cfg.HeartbeatInterval < 0:
+		return nil, fmt.Errorf("remote: the heartbeat interval must not be negative, got %s", cfg.HeartbeatInterval)
+	}
+	if cfg.HeartbeatInterval == 0 {
+		cfg.HeartbeatInterval = DefaultHeartbeatInterval
 	}
 	if cfg.PreferWindow == 0 {
 		cfg.PreferWindow = DefaultPreferWindow
@@ -113,6 +126,13 @@ func New(cfg Config) (*Service, error) {
 		cfg.Tracer = observe.Nop{}
 	}
 	return &Service{cfg: cfg, store: cfg.Store, policy: cfg.Policy, clock: cfg.Clock, log: cfg.Logger}, nil
+}
+
+// HeartbeatAdvice is how often a worker should renew the lease of a job
+// whose lease lasts ttl: a third of it (two renewals may fail before the
+// lease expires), at most the server's own heartbeat interval.
+func (s *Service) HeartbeatAdvice(ttl time.Duration) time.Duration {
+	return min(ttl/3, s.cfg.HeartbeatInterval)
 }
 
 // forbidden is a 403 problem naming field.
