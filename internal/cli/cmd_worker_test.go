@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -67,6 +68,17 @@ type workerServer struct {
 }
 
 func eachWorkerServer(t *testing.T, fn func(t *testing.T, s *workerServer)) {
+	eachProxiedWorkerServer(t, nil, func(t *testing.T, s *workerServer, _ proxy) { fn(t, s) })
+}
+
+// proxy stands between a test's worker server and its callers.
+type proxy interface {
+	wrap(h http.Handler) http.Handler
+}
+
+// eachProxiedWorkerServer is eachWorkerServer whose API each server
+// serves through a proxy of its own, newProxy's (none when nil).
+func eachProxiedWorkerServer(t *testing.T, newProxy func() proxy, fn func(t *testing.T, s *workerServer, p proxy)) {
 	for _, d := range []string{"sqlite", "postgres"} {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
@@ -102,13 +114,18 @@ func eachWorkerServer(t *testing.T, fn func(t *testing.T, s *workerServer)) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			var p proxy
+			if newProxy != nil {
+				p = newProxy()
+				h = p.wrap(h)
+			}
 			srv := httptest.NewServer(h)
 			t.Cleanup(func() { srv.Close(); stop(); <-done })
 			admin, err := client.New(srv.URL, "admin-secret")
 			if err != nil {
 				t.Fatal(err)
 			}
-			fn(t, &workerServer{url: srv.URL, store: st, admin: admin})
+			fn(t, &workerServer{url: srv.URL, store: st, admin: admin}, p)
 		})
 	}
 }
