@@ -174,12 +174,16 @@ func (w *Worker) abandon() {
 
 // claimLoop claims while slots are free and the outcomes on their way
 // are fewer than Concurrency, until ctx ends or the server refuses the
-// worker.
+// worker. While jobs run, it waits for a quarter of the slots to be free
+// (minBatch), as the engine's pools do, so that a busy worker claims in
+// batches rather than a job at a time.
 func (w *Worker) claimLoop(ctx, base context.Context) error {
 	backoff := time.Second
+	minBatch := max(1, w.cfg.Concurrency/4)
 	for ctx.Err() == nil {
-		free := w.cfg.Concurrency - w.count()
-		if free <= 0 || w.out.len() >= w.cfg.Concurrency {
+		running := w.count()
+		free := w.cfg.Concurrency - running
+		if free <= 0 || (running > 0 && free < minBatch) || w.out.len() >= w.cfg.Concurrency {
 			select {
 			case <-w.slotFree:
 			case <-w.out.drained:

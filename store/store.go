@@ -344,7 +344,10 @@ type KeyStore interface {
 	// KeyList returns every API key record, oldest first.
 	KeyList(ctx context.Context) ([]APIKey, error)
 	// KeyByPrefix returns the key whose public prefix is prefix, or
-	// job.ErrNotFound. Revoked keys are not found.
+	// job.ErrNotFound. Revoked keys are not found. A worker's key comes
+	// with its worker (APIKey.Worker, without RunningJobs), read in the
+	// same statement, so that a request authenticated by it costs one
+	// read.
 	KeyByPrefix(ctx context.Context, prefix string) (*APIKey, error)
 	// KeyRevoke deletes a key; job.ErrNotFound when there is none.
 	KeyRevoke(ctx context.Context, id string) error
@@ -738,6 +741,10 @@ type APIKey struct {
 	WorkerID string
 	// Queues are the queues the key is limited to; empty: every queue.
 	Queues job.QueuePatterns
+	// Worker is the worker WorkerID names, as KeyByPrefix read it with
+	// the key (RunningJobs not counted); nil for a key of no worker, or
+	// from the other calls.
+	Worker *Worker
 }
 
 // CheckThrottleBy checks the arguments of

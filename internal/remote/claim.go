@@ -73,7 +73,7 @@ func (s *Service) Claim(ctx context.Context, w *store.Worker, c Claim) ([]*job.J
 	if err := c.Check(w); err != nil {
 		return nil, err
 	}
-	if err := s.seen(ctx, w, ""); err != nil {
+	if err := s.claimSeen(ctx, w); err != nil {
 		return nil, err
 	}
 	// Subscribe before the first claim, so that no wake-up falls between.
@@ -175,13 +175,17 @@ func (s *Service) claimQueues(ctx context.Context, ex store.Executor, w *store.W
 		if n <= 0 {
 			break
 		}
+		k := cursorKey{worker: w.ID, queue: q}
+		began := s.clock.Now()
+		after := s.cursors.after(k, began)
 		got, err := ex.JobClaim(ctx, store.ClaimParams{
-			Queue: q, Max: n, Owner: w.ID, WorkerID: w.ID,
+			Queue: q, Max: n, Owner: w.ID, WorkerID: w.ID, After: after,
 			Capabilities: w.Capabilities, PreferWindow: s.cfg.PreferWindow, DefaultTimeout: s.policy.QueueTimeout(q),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("claim from queue %q: %w", q, err)
 		}
+		s.cursors.claimed(k, began, after, n, got)
 		jobs = append(jobs, got...)
 	}
 	return jobs, nil

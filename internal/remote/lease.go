@@ -175,29 +175,45 @@ func (s *Service) Finish(ctx context.Context, w *store.Worker, outcomes []Outcom
 	if err != nil {
 		return nil, err
 	}
-	done, failed := 0, 0
+	// The counts in the worker's record (with its sign of life) follow
+	// the outcomes' commit: a transaction of their own is cheaper, on
+	// PostgreSQL, than holding the outcomes' one for another statement.
+	if done, failed := counts(batch, res); done+failed > 0 {
+		switch err := s.store.WorkerSeen(ctx, w.ID, "", done, failed); {
+		case err == nil:
+			s.noteSeen(w.ID)
+		case !errors.Is(err, job.ErrNotFound):
+			s.log.Warn("count a worker's finished jobs", "worker", w.ID, "err", err)
+		}
+	}
 	for k, r := range res {
 		i := index[k]
 		answers[i].FinishResult = r
 		if r.Repeat {
-			continue // counted when first applied
+			continue // recorded when first applied
 		}
 		s.finished(ctx, batch[k], r)
-		switch {
-		case r.Lost:
+		if r.Lost {
 			answers[i].Err = job.ErrLeaseLost
+		}
+	}
+	return answers, nil
+}
+
+// counts are the jobs the applied outcomes of batch (res) succeeded, and
+// those they failed (a failure queued again counts too); a release, a
+// repeat and a lost lease count nothing.
+func counts(batch []store.Outcome, res []store.FinishResult) (done, failed int) {
+	for k, r := range res {
+		switch {
+		case r.Lost || r.Repeat:
 		case r.State == job.StateSucceeded:
 			done++
 		case batch[k].Status != store.OutcomeReleased:
 			failed++
 		}
 	}
-	if done+failed > 0 {
-		if err := s.store.WorkerSeen(ctx, w.ID, "", done, failed); err != nil && !errors.Is(err, job.ErrNotFound) {
-			s.log.Warn("count a worker's finished jobs", "worker", w.ID, "err", err)
-		}
-	}
-	return answers, nil
+	return done, failed
 }
 
 // outcome is the store's outcome of o, checked.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jobd/jobd/api"
@@ -93,6 +94,12 @@ type Service struct {
 	log    *slog.Logger
 	// claims remembers the claims until their outcomes.
 	claims claimNotes
+	// cursors are where the workers' next claims start.
+	cursors cursors
+	// lastSeen is when each worker's claim last recorded its sign of
+	// life on this node (claimSeen).
+	seenMu   sync.Mutex
+	lastSeen map[string]time.Time
 }
 
 // New returns a Service.
@@ -125,7 +132,8 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Tracer == nil {
 		cfg.Tracer = observe.Nop{}
 	}
-	return &Service{cfg: cfg, store: cfg.Store, policy: cfg.Policy, clock: cfg.Clock, log: cfg.Logger}, nil
+	return &Service{cfg: cfg, store: cfg.Store, policy: cfg.Policy, clock: cfg.Clock, log: cfg.Logger,
+		lastSeen: make(map[string]time.Time)}, nil
 }
 
 // HeartbeatAdvice is how often a worker should renew the lease of a job
@@ -143,5 +151,46 @@ func forbidden(field, format string, args ...any) error {
 
 // seen records a sign of life of worker w.
 func (s *Service) seen(ctx context.Context, w *store.Worker, status store.WorkerStatus) error {
-	return s.store.WorkerSeen(ctx, w.ID, status, 0, 0)
+	if err := s.store.WorkerSeen(ctx, w.ID, status, 0, 0); err != nil {
+		return err
+	}
+	s.noteSeen(w.ID)
+	return nil
 }
+
+// claimSeenEvery is how often a worker's claims record its sign of life
+// on one node: a worker that claims many times a second is seen once a
+// second, a write its claims then do not wait for. (A heartbeat, and an
+// outcome, record it every time.)
+const claimSeenEvery = time.Second
+
+// claimSeen records a sign of life of worker w for its claim, unless
+// one was recorded on this node within claimSeenEvery: too recently for
+// the worker to be offline (the offline sweep waits minutes).
+func (s *Service) claimSeen(ctx context.Context, w *store.Worker) error {
+	s.seenMu.Lock()
+	last, ok := s.lastSeen[w.ID]
+	s.seenMu.Unlock()
+	if ok && s.clock.Now().Sub(last) < claimSeenEvery {
+		return nil
+	}
+	return s.seen(ctx, w, "")
+}
+
+// noteSeen notes that worker id's sign of life was recorded now.
+func (s *Service) noteSeen(id string) {
+	now := s.clock.Now()
+	s.seenMu.Lock()
+	defer s.seenMu.Unlock()
+	if len(s.lastSeen) >= maxSeenNotes {
+		for k, t := range s.lastSeen {
+			if now.Sub(t) >= claimSeenEvery {
+				delete(s.lastSeen, k)
+			}
+		}
+	}
+	s.lastSeen[id] = now
+}
+
+// maxSeenNotes bounds lastSeen; past it, the notes too old to matter go.
+const maxSeenNotes = 10_000
