@@ -76,6 +76,9 @@ func (s *Service) Claim(ctx context.Context, w *store.Worker, c Claim) ([]*job.J
 	if err := s.claimSeen(ctx, w); err != nil {
 		return nil, err
 	}
+	// A wake-up of a queue sends the next claims of it back to its best
+	// job (cursors), for as long as the Service lives.
+	s.watchWakeups.Do(func() { s.policy.Subscribe(s.cursors.wake) })
 	// Subscribe before the first claim, so that no wake-up falls between.
 	wake := make(chan struct{}, 1)
 	if c.Wait > 0 {

@@ -94,8 +94,10 @@ type Service struct {
 	log    *slog.Logger
 	// claims remembers the claims until their outcomes.
 	claims claimNotes
-	// cursors are where the workers' next claims start.
-	cursors cursors
+	// cursors are where the workers' next claims start; watchWakeups
+	// subscribes them, once, to the policy's wake-ups.
+	cursors      cursors
+	watchWakeups sync.Once
 	// lastSeen is when each worker's claim last recorded its sign of
 	// life on this node (claimSeen).
 	seenMu   sync.Mutex

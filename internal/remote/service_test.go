@@ -182,3 +182,68 @@ func TestFinishRefusesAlone(t *testing.T) {
 		}
 	})
 }
+
+// wakingPolicy is policy whose wake-ups the test sends.
+type wakingPolicy struct {
+	policy
+	mu  sync.Mutex
+	fns []func(string)
+}
+
+func (p *wakingPolicy) Subscribe(fn func(string)) func() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.fns = append(p.fns, fn)
+	return func() {}
+}
+
+func (p *wakingPolicy) wake(queue string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, fn := range p.fns {
+		fn(queue)
+	}
+}
+
+// TestClaimCursorWoken: a worker draining a backlog claims on after its
+// last claim; a job inserted ahead of it (a better priority) is the next
+// claim's first once a wake-up says a job came.
+func TestClaimCursorWoken(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		p := &wakingPolicy{}
+		s, err := remote.New(remote.Config{Store: st, Policy: p, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, w := serviceOver(t, st)
+		params := make([]job.InsertParams, 6)
+		for i := range params {
+			params[i] = job.InsertParams{Queue: "drain", Kind: "k"}
+		}
+		if _, err := st.JobInsertMany(ctx, params); err != nil {
+			t.Fatal(err)
+		}
+		claim := func() []*job.Job {
+			jobs, err := s.Claim(ctx, w, remote.Claim{Queues: []string{"drain"}, Max: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return jobs
+		}
+		if got := claim(); len(got) != 2 {
+			t.Fatalf("claimed %d", len(got))
+		}
+		urgent, err := st.JobInsertMany(ctx, []job.InsertParams{{Queue: "drain", Kind: "k", Priority: prio(0)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.wake("drain")
+		got := claim()
+		if len(got) != 2 || got[0].ID != urgent[0].Job.ID {
+			t.Fatalf("after the wake-up the claim took %v first, want the urgent job %s", got[0].ID, urgent[0].Job.ID)
+		}
+	})
+}
+
+func prio(n int) *int { return &n }
