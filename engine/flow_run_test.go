@@ -66,6 +66,9 @@ func TestConfiguredLimitsWrittenAtStart(t *testing.T) {
 // wakes the pool for the next); the store's own claim times keep to the
 // rate.
 func TestRatePacesClaims(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a timed rate test: it runs without -short")
+	}
 	eachStore(t, func(t *testing.T, s store.Store) {
 		const n = 40
 		rate := flow.Rate{Limit: 20, Period: time.Second}

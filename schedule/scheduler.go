@@ -11,7 +11,6 @@ import (
 
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/internal/maintenance"
-	"github.com/jobd/jobd/internal/testsignal"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -48,19 +47,7 @@ type Scheduler struct {
 	store store.Store
 	clock clock.Clock
 	log   *slog.Logger
-
-	signals TestSignals
 }
-
-// TestSignals are the points of a Scheduler that tests wait for (see
-// package internal/testsignal).
-type TestSignals struct {
-	// Pass fires after each pass of the ticker with the jobs it inserted.
-	Pass testsignal.Signal[int]
-}
-
-// TestSignals returns the scheduler's signals, for tests.
-func (s *Scheduler) TestSignals() *TestSignals { return &s.signals }
 
 // New returns a Scheduler over cfg.Store.
 func New(cfg Config) (*Scheduler, error) {

@@ -54,7 +54,6 @@ func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 	}
 	inserted := 0
 	var failed []error
-	defer func() { s.signals.Pass.Fire(inserted) }()
 	for {
 		due, err := s.store.ScheduleDue(ctx, now, dueBatch)
 		if err != nil {

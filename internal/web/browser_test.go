@@ -196,6 +196,9 @@ func waitState(t *testing.T, d *dash, id uuid.UUID, state api.State) {
 // follow its dark theme. With JOBD_UI_SCREENSHOTS=DIR it writes the
 // screenshots of docs/dashboard.md there.
 func TestBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the browser tests (real Chromium) run without -short")
+	}
 	for _, driver := range drivers {
 		// One browser at a time: the machine is small and shared.
 		t.Run(driver, func(t *testing.T) { browserScenario(t, openStore(t, driver), driver == "sqlite") })

@@ -30,6 +30,9 @@ import (
 // locks a decision reads under, the writes that apply it) must probe the
 // primary key and nothing else.
 func TestPlansAreStable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("200 000 rows of plans run without -short")
+	}
 	t.Parallel()
 	url := migratedDatabase(t)
 	openStore(t, url, clock.Real) // migrates

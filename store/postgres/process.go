@@ -123,75 +123,69 @@ func (s *executor) ProcessTaskFinish(ctx context.Context, r store.ProcessTaskRes
 	return p, nil
 }
 
-// processTaskFinish is ProcessTaskFinish in the transaction s runs in: a
-// composition of the fence (the task's checkpoint), the process's row
-// and history, and the timer's jobs (JobInsertMany, cancelTimer).
+// processTaskFinish is ProcessTaskFinish in the transaction s runs in:
+// store.FinishProcessTask decides, over this driver's statements.
 func (s *executor) processTaskFinish(ctx context.Context, r store.ProcessTaskResult) (*store.Process, error) {
-	tx := s.tx
-	// The fence first: it locks the task's job row, so nothing below runs
-	// for a task whose lease is gone.
+	return store.FinishProcessTask(ctx, processSteps{s}, r)
+}
+
+// processSteps are the statements of a task's finish (store.ProcessTaskSteps)
+// in the transaction s runs in.
+type processSteps struct{ s *executor }
+
+func (p processSteps) FenceTask(ctx context.Context, lease store.Lease, outcome json.RawMessage) error {
+	// It locks the task's job row, so nothing after it runs for a task
+	// whose lease is gone.
 	var cancelRequested bool // the task's executor learns a cancel otherwise
-	err := tx.QueryRow(ctx, checkpointSQL, s.now(), r.Lease.ID, r.Lease.Token, nullJSONArg(r.Outcome), r.Lease.Owner).Scan(&cancelRequested)
+	err := p.s.tx.QueryRow(ctx, checkpointSQL, p.s.now(), lease.ID, lease.Token, nullJSONArg(outcome), lease.Owner).Scan(&cancelRequested)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, job.ErrLeaseLost
+		return job.ErrLeaseLost
 	}
+	return err
+}
+
+func (p processSteps) CreateProcess(ctx context.Context, ns, id string) (*store.Process, error) {
+	return scanProcess(p.s.tx.QueryRow(ctx, processCreateSQL, p.s.now(), ns, id))
+}
+
+func (p processSteps) LockProcess(ctx context.Context, ns, id string) (*store.Process, error) {
+	return scanProcess(p.s.tx.QueryRow(ctx, processLockSQL, ns, id))
+}
+
+func (p processSteps) CancelQueuedJob(ctx context.Context, id uuid.UUID) error {
+	return p.s.cancelTimer(ctx, id)
+}
+
+func (p processSteps) DeleteProcess(ctx context.Context, ns, id string) error {
+	var timer *string
+	return p.s.tx.QueryRow(ctx, processDeleteSQL, ns, id).Scan(&timer)
+}
+
+func (p processSteps) InsertJob(ctx context.Context, params job.InsertParams) (*job.Job, error) {
+	res, err := p.s.JobInsertMany(ctx, []job.InsertParams{params})
 	if err != nil {
 		return nil, err
 	}
-	var p *store.Process
-	if r.Create {
-		p, err = scanProcess(tx.QueryRow(ctx, processCreateSQL, s.now(), r.Namespace, r.ID))
-		if errors.Is(err, job.ErrNotFound) {
-			return nil, fmt.Errorf("process exists: %w", job.ErrDuplicate)
-		}
-	} else {
-		p, err = scanProcess(tx.QueryRow(ctx, processLockSQL, r.Namespace, r.ID))
+	return res[0].Job, nil
+}
+
+func (p processSteps) AppendProcessEvents(ctx context.Context, ns, id string, after int64, events []json.RawMessage) error {
+	payloads := make([]string, len(events))
+	for i, e := range events {
+		payloads[i] = string(e)
 	}
-	if err != nil {
-		return nil, err
-	}
-	cancelOld := r.Remove || r.UnsetTimer || r.SetTimer != nil || r.Status == store.ProcessError
-	if cancelOld && p.TimerJob != uuid.Nil {
-		if err := s.cancelTimer(ctx, p.TimerJob); err != nil {
-			return nil, fmt.Errorf("cancel timer: %w", err)
-		}
-		p.TimerJob, p.TimerAt = uuid.Nil, nil
-	}
-	if r.Remove {
-		var ignored *string
-		if err := tx.QueryRow(ctx, processDeleteSQL, r.Namespace, r.ID).Scan(&ignored); err != nil {
-			return nil, fmt.Errorf("remove: %w", err)
-		}
-		return nil, nil
-	}
-	if r.SetTimer != nil && r.Status != store.ProcessError {
-		res, err := s.JobInsertMany(ctx, []job.InsertParams{*r.SetTimer})
-		if err != nil {
-			return nil, fmt.Errorf("set timer: %w", err)
-		}
-		timer := res[0].Job
-		p.TimerJob, p.TimerAt = timer.ID, &timer.RunAt
-	}
-	if len(r.Events) > 0 {
-		payloads := make([]string, len(r.Events))
-		for i, e := range r.Events {
-			payloads[i] = string(e)
-		}
-		if _, err := tx.Exec(ctx, processEventsInsertSQL, s.now(), r.Namespace, r.ID, p.LastEventID, payloads); err != nil {
-			return nil, fmt.Errorf("append events: %w", err)
-		}
-	}
+	_, err := p.s.tx.Exec(ctx, processEventsInsertSQL, p.s.now(), ns, id, after, payloads)
+	return err
+}
+
+func (p processSteps) UpdateProcess(ctx context.Context, ns, id string, u store.ProcessUpdate) (*store.Process, error) {
 	var timerJob *uuid.UUID
-	if p.TimerJob != uuid.Nil {
-		timerJob = &p.TimerJob
+	if u.TimerJob != uuid.Nil {
+		timerJob = &u.TimerJob
 	}
-	p, err = scanProcess(tx.QueryRow(ctx, processUpdateSQL, s.now(), r.Namespace, r.ID,
-		string(r.Status), r.Detail, nullJSONArg(r.AuxState), nullJSONArg(r.Metadata),
-		len(r.Events), p.TimerAt, timerJob))
-	if err != nil {
-		return nil, fmt.Errorf("update: %w", err)
-	}
-	return p, nil
+	return scanProcess(p.s.tx.QueryRow(ctx, processUpdateSQL, p.s.now(), ns, id,
+		string(u.Status), u.Detail, nullJSONArg(u.AuxState), nullJSONArg(u.Metadata),
+		u.Events, u.TimerAt, timerJob))
 }
 
 // ProcessDelete deletes a process, its history and its queued timer. See

@@ -133,95 +133,104 @@ func (s *executor) ProcessTaskFinish(ctx context.Context, r store.ProcessTaskRes
 	return p, nil
 }
 
-// processTaskFinish is ProcessTaskFinish in the transaction s runs in: a
-// composition of the fence (the task's checkpoint), the process's row and
-// history, and the timer's jobs (JobInsertMany, cancelTimer).
+// processTaskFinish is ProcessTaskFinish in the transaction s runs in:
+// store.FinishProcessTask decides, over this driver's statements.
 func (s *executor) processTaskFinish(ctx context.Context, r store.ProcessTaskResult) (*store.Process, error) {
 	tx, err := s.jobWrite(ctx)
 	if err != nil {
 		return nil, err
 	}
-	res, err := tx.ExecContext(ctx, leaseCheckpointSQL,
-		sql.Named("id", r.Lease.ID.String()),
-		sql.Named("token", r.Lease.Token.String()),
-		sql.Named("owner", r.Lease.Owner),
-		sql.Named("checkpoint", nullJSON(r.Outcome)),
-		sql.Named("now", tx.now),
-		sql.Named("stamp", tx.stamp),
+	return store.FinishProcessTask(ctx, processSteps{s: s, tx: tx}, r)
+}
+
+// processSteps are the statements of a task's finish
+// (store.ProcessTaskSteps) in the write transaction tx. The transaction
+// holds the database's write lock: no row needs locking.
+type processSteps struct {
+	s  *executor
+	tx *jobWrite
+}
+
+func processKey(ns, id string) []any {
+	return []any{sql.Named("namespace", ns), sql.Named("id", id)}
+}
+
+func (p processSteps) FenceTask(ctx context.Context, lease store.Lease, outcome json.RawMessage) error {
+	res, err := p.tx.ExecContext(ctx, leaseCheckpointSQL,
+		sql.Named("id", lease.ID.String()),
+		sql.Named("token", lease.Token.String()),
+		sql.Named("owner", lease.Owner),
+		sql.Named("checkpoint", nullJSON(outcome)),
+		sql.Named("now", p.tx.now),
+		sql.Named("stamp", p.tx.stamp),
 	)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		if err == nil {
 			err = job.ErrLeaseLost
 		}
-		return nil, err
+		return err
 	}
-	key := []any{sql.Named("namespace", r.Namespace), sql.Named("id", r.ID)}
-	var p *store.Process
-	if r.Create {
-		p, err = scanProcess(tx.QueryRowContext(ctx, processCreateSQL, append(key, sql.Named("now", tx.now))...))
-		if errors.Is(err, job.ErrNotFound) {
-			return nil, fmt.Errorf("process exists: %w", job.ErrDuplicate)
-		}
-	} else {
-		// The transaction holds the database's write lock: no lock needed.
-		p, err = scanProcess(tx.QueryRowContext(ctx, processGetSQL, key...))
+	return nil
+}
+
+func (p processSteps) CreateProcess(ctx context.Context, ns, id string) (*store.Process, error) {
+	return scanProcess(p.tx.QueryRowContext(ctx, processCreateSQL, append(processKey(ns, id), sql.Named("now", p.tx.now))...))
+}
+
+func (p processSteps) LockProcess(ctx context.Context, ns, id string) (*store.Process, error) {
+	return scanProcess(p.tx.QueryRowContext(ctx, processGetSQL, processKey(ns, id)...))
+}
+
+func (p processSteps) CancelQueuedJob(ctx context.Context, id uuid.UUID) error {
+	return cancelTimer(ctx, p.tx, id)
+}
+
+func (p processSteps) DeleteProcess(ctx context.Context, ns, id string) error {
+	if _, err := p.tx.ExecContext(ctx, processDeleteSQL, processKey(ns, id)...); err != nil {
+		return err
 	}
+	_, err := p.tx.ExecContext(ctx, processEventsDeleteSQL, processKey(ns, id)...)
+	return err
+}
+
+func (p processSteps) InsertJob(ctx context.Context, params job.InsertParams) (*job.Job, error) {
+	res, err := p.s.JobInsertMany(ctx, []job.InsertParams{params})
 	if err != nil {
 		return nil, err
 	}
-	cancelOld := r.Remove || r.UnsetTimer || r.SetTimer != nil || r.Status == store.ProcessError
-	if cancelOld && p.TimerJob != uuid.Nil {
-		if err := cancelTimer(ctx, tx, p.TimerJob); err != nil {
-			return nil, err
-		}
-		p.TimerJob, p.TimerAt = uuid.Nil, nil
-	}
-	if r.Remove {
-		if _, err := tx.ExecContext(ctx, processDeleteSQL, key...); err != nil {
-			return nil, fmt.Errorf("remove: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, processEventsDeleteSQL, key...); err != nil {
-			return nil, fmt.Errorf("remove: %w", err)
-		}
-		return nil, nil
-	}
-	if r.SetTimer != nil && r.Status != store.ProcessError {
-		res, err := s.JobInsertMany(ctx, []job.InsertParams{*r.SetTimer})
-		if err != nil {
-			return nil, fmt.Errorf("set timer: %w", err)
-		}
-		t := res[0].Job
-		p.TimerJob, p.TimerAt = t.ID, &t.RunAt
-	}
-	for i, e := range r.Events {
-		_, err := tx.ExecContext(ctx, processEventInsertSQL, append(key,
-			sql.Named("event_id", p.LastEventID+int64(i)+1),
-			sql.Named("now", tx.now),
+	return res[0].Job, nil
+}
+
+func (p processSteps) AppendProcessEvents(ctx context.Context, ns, id string, after int64, events []json.RawMessage) error {
+	for i, e := range events {
+		_, err := p.tx.ExecContext(ctx, processEventInsertSQL, append(processKey(ns, id),
+			sql.Named("event_id", after+int64(i)+1),
+			sql.Named("now", p.tx.now),
 			sql.Named("payload", nullJSON(e)))...)
 		if err != nil {
-			return nil, fmt.Errorf("append events: %w", err)
+			return err
 		}
 	}
+	return nil
+}
+
+func (p processSteps) UpdateProcess(ctx context.Context, ns, id string, u store.ProcessUpdate) (*store.Process, error) {
 	var timerAt, timerJob any
-	if p.TimerJob != uuid.Nil {
-		timerAt, timerJob = p.TimerAt.UnixMicro(), p.TimerJob.String()
+	if u.TimerJob != uuid.Nil {
+		timerAt, timerJob = u.TimerAt.UnixMicro(), u.TimerJob.String()
 	}
-	p, err = scanProcess(tx.QueryRowContext(ctx, processUpdateSQL, append(key,
-		sql.Named("status", string(r.Status)),
-		sql.Named("detail", r.Detail),
-		sql.Named("aux_state", nullJSON(r.AuxState)),
-		sql.Named("metadata", nullJSON(r.Metadata)),
-		sql.Named("events", len(r.Events)),
+	return scanProcess(p.tx.QueryRowContext(ctx, processUpdateSQL, append(processKey(ns, id),
+		sql.Named("status", string(u.Status)),
+		sql.Named("detail", u.Detail),
+		sql.Named("aux_state", nullJSON(u.AuxState)),
+		sql.Named("metadata", nullJSON(u.Metadata)),
+		sql.Named("events", u.Events),
 		sql.Named("timer_at", timerAt),
 		sql.Named("timer_job", timerJob),
-		sql.Named("now", tx.now))...))
-	if err != nil {
-		return nil, fmt.Errorf("update: %w", err)
-	}
-	return p, nil
+		sql.Named("now", p.tx.now))...))
 }
 
 // cancelTimer cancels a process's replaced timer job if it is still

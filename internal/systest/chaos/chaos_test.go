@@ -263,6 +263,9 @@ func newHarness(t *testing.T, cfg config) *harness {
 
 // TestChaos: see the package's documentation.
 func TestChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the chaos tier runs without -short")
+	}
 	cfg := loadConfig(t)
 	t.Logf("chaos: seed %d, %s of faults and load at %g jobs/s (replay: JOBD_CHAOS_SEED=%d JOBD_CHAOS_DURATION=%s JOBD_CHAOS_RATE=%g)",
 		cfg.seed, cfg.window, cfg.rate, cfg.seed, cfg.window, cfg.rate)

@@ -240,6 +240,9 @@ func (m *monitor) wait(t testing.TB, bound time.Duration) {
 // every instant, as the handlers of three nodes and two remote workers
 // see them, over 3 000 jobs in 40 partitions, and every job runs.
 func TestLimitsAcrossNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("3 000 jobs across nodes run without -short")
+	}
 	const queue, jobs, parts = "limited", 3000, 40
 	m := newMonitor(jobs)
 	c := startCluster(t, queue, m)

@@ -16,6 +16,9 @@ import (
 // each variant through it, and reports its figures, each of them
 // measured (above zero where the node did work).
 func TestBenchNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the production PostgreSQL tier (real jobd serve nodes) runs without -short")
+	}
 	t.Parallel()
 	db := migrated.NewDatabase(t)
 	cmd := exec.Command(jobd(t), "bench", "--database", db, "--mode", "nodes", "--nodes", "1", "--jobs", "200", "--json")

@@ -282,6 +282,9 @@ func waitPresences(t *testing.T, direct string, n int) {
 // a 1 s schedule ticks (the leader's duties through the pooler), and the
 // node logs no error.
 func TestServeBehindPgBouncer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the production PostgreSQL tier (real jobd serve nodes) runs without -short")
+	}
 	t.Parallel()
 	bounced, direct := bouncerDatabase(t)
 	dir := logDir(t)

@@ -29,6 +29,9 @@ import (
 // new primary (the standby had every committed claim) or are rescued
 // when they expire (a 5 s lease).
 func TestFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the production PostgreSQL tier (real jobd serve nodes) runs without -short")
+	}
 	t.Parallel()
 	before, after := 2*time.Second, 3*time.Second
 	if long {

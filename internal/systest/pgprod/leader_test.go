@@ -31,6 +31,9 @@ const (
 // leader is replaced only when its term runs out (30 s), the ticks in
 // between are missed.
 func TestLeaderHandOver(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the production PostgreSQL tier (real jobd serve nodes) runs without -short")
+	}
 	t.Parallel()
 	window := 25 * time.Second
 	if long {

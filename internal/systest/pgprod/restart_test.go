@@ -61,6 +61,9 @@ func (w *watchedStore) Listen(ctx context.Context, notify func(store.Notificatio
 // ends the failed claim's backoff. On a jobd whose claim loop waits out
 // its backoff, the job is never picked up.
 func TestRestartPickup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the production PostgreSQL tier (real jobd serve nodes) runs without -short")
+	}
 	t.Parallel()
 	cl := pgtest.NewCluster(t)
 	ctx := t.Context()

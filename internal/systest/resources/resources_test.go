@@ -65,6 +65,9 @@ const (
 
 // TestResourcesBounded: see the package's doc.
 func TestResourcesBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the resource tier runs without -short")
+	}
 	bin := buildJobd(t, t.TempDir())
 	for _, driver := range []string{"sqlite", "postgres"} {
 		t.Run(driver, func(t *testing.T) {

@@ -25,6 +25,10 @@ var fuzzSeed = flag.Uint64("fuzzseed", 0, "seed of TestFuzzHTTPSurface; 0 takes 
 // stores at once. JOBD_FUZZ_REQUESTS raises it for a long run.
 const defaultFuzzRequests = 1000
 
+// shortFuzzRequests is the budget under -short: the fast tier's taste of
+// the fuzz, the full budget running in CI.
+const shortFuzzRequests = 150
+
 // maxFindings stops a run that keeps finding things.
 const maxFindings = 30
 
@@ -85,6 +89,9 @@ func fuzzSettings(t *testing.T) (seed uint64, budget int) {
 		seed = rand.Uint64()
 	}
 	budget = defaultFuzzRequests
+	if testing.Short() {
+		budget = shortFuzzRequests
+	}
 	if v := os.Getenv("JOBD_FUZZ_REQUESTS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
