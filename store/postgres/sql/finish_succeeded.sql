@@ -6,7 +6,9 @@
 -- $3 lease tokens, $4 results (NULL: none), $5 the state that job.Finish
 -- decides for a success, $6 lease owners ('': not fenced by the owner).
 -- Returns only the ids that finished; a missing id lost its lease (or
--- its attempt passed its deadline, which ends the lease).
+-- its attempt passed its deadline, which ends the lease). The row
+-- remembers the outcome (outcome_token, outcome, outcome_owner: see
+-- store.Store.JobFinish).
 --
 -- j.id = ANY (ARRAY[o.id]): a probe of the primary key per job whatever
 -- the statistics, never a walk of it (see claim.sql).
@@ -27,6 +29,9 @@ WITH done AS (
         lease_token = NULL,
         lease_expires_at = NULL,
         deadline = NULL,
+        outcome_token = o.token,
+        outcome = 'succeeded',
+        outcome_owner = j.lease_owner,
         finished_at = coalesce($1::timestamptz, now()),
         updated_at = coalesce($1::timestamptz, now())
     FROM unnest($2::uuid[], $3::uuid[], $4::jsonb[], $6::text[]) AS o(id, token, result, owner)
