@@ -187,11 +187,15 @@ func (s *Server) build(ctx context.Context, secrets *redact.Secrets) error {
 	if err != nil {
 		return invalidErr(err)
 	}
+	workers, err := remote.New(remote.Config{Store: s.store, Policy: eng, PreferWindow: ecfg.PreferWindow,
+		Logger: s.log, Jobs: metrics, Tracer: c.Tracer})
+	if err != nil {
+		return invalidErr(err)
+	}
 	apiCfg := httpapi.Config{
 		Store: s.store, Logger: s.log, Version: buildinfo.Version(), AdminSecret: c.AdminSecret,
 		MaxBodyBytes: c.HTTP.MaxBodyBytes, MaxArgsBytes: c.MaxArgsBytes, PollInterval: c.HTTP.PollInterval,
-		Wakeups: eng.Subscribe, PreferWindow: ecfg.PreferWindow, RetryDelay: eng.RetryDelay, QueueTimeout: eng.QueueTimeout,
-		ClaimPace: eng.ClaimPace, Metrics: metrics.Handler(), MetricsPublic: c.Metrics.Public, Schedules: scheduler,
+		Remote: workers, Metrics: metrics.Handler(), MetricsPublic: c.Metrics.Public, Schedules: scheduler,
 		Observer: httpapi.Observer{Jobs: metrics, HTTP: metrics, Process: metrics, Tracer: c.Tracer},
 		Webhooks: hooks, Streams: streams,
 	}

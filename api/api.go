@@ -3,8 +3,10 @@
 // class). The server (packages httpapi and gateway) answers by them and
 // the Go client (package client) reads them, so a remote caller needs
 // nothing of the server to speak the protocol; api imports nothing of the
-// server. Times are RFC 3339; durations are Go duration strings ("90s",
-// "5m").
+// server. Times are RFC 3339. A duration is read as a Go duration string
+// ("90s", "5m") or a number of seconds (90, 0.5), and written as a Go
+// duration string beside a member of the same name with "_seconds"
+// appended that holds it in seconds (see Duration).
 package api
 
 import (
@@ -63,7 +65,9 @@ type Job struct {
 	Attempt     int             `json:"attempt"`
 	MaxAttempts int             `json:"max_attempts"`
 	LeaseTTL    Duration        `json:"lease_ttl"`
-	RunAt       time.Time       `json:"run_at"`
+	// LeaseTTLSeconds is LeaseTTL in seconds.
+	LeaseTTLSeconds float64   `json:"lease_ttl_seconds"`
+	RunAt           time.Time `json:"run_at"`
 
 	LockKey        string `json:"lock_key"`
 	PartitionKey   string `json:"partition_key"`
@@ -72,11 +76,17 @@ type Job struct {
 	Requires []string `json:"requires"`
 	Prefers  []string `json:"prefers"`
 
-	Progress        Progress        `json:"progress"`
-	Checkpoint      json.RawMessage `json:"checkpoint"`
-	Result          json.RawMessage `json:"result"`
-	Error           string          `json:"error"`
-	CancelRequested bool            `json:"cancel_requested"`
+	Progress   Progress        `json:"progress"`
+	Checkpoint json.RawMessage `json:"checkpoint"`
+	Result     json.RawMessage `json:"result"`
+	// Error is the error of the job's last failed attempt while the job
+	// has not succeeded (queued again after a failure, failed, or
+	// canceled after one); "" once it succeeds and when no attempt
+	// failed. LastError keeps it whatever the state: a job that
+	// succeeded after a failed attempt shows that attempt's error there.
+	Error           string `json:"error"`
+	LastError       string `json:"last_error"`
+	CancelRequested bool   `json:"cancel_requested"`
 
 	// LeaseOwner names the node or worker running the job; empty unless
 	// running.
@@ -103,8 +113,10 @@ type Job struct {
 	// running attempt's end, its claim + the timeout: the attempt is
 	// over then, whatever its holder does (its writes answer 409
 	// lease-lost), and the job is retried or failed, "timed out".
-	Timeout  *Duration  `json:"timeout"`
-	Deadline *time.Time `json:"deadline"`
+	Timeout *Duration `json:"timeout"`
+	// TimeoutSeconds is Timeout in seconds; null for none.
+	TimeoutSeconds *float64   `json:"timeout_seconds"`
+	Deadline       *time.Time `json:"deadline"`
 	// Rerun counts the operator's re-runs (POST /api/v1/jobs/{id}/rerun).
 	// PreviousState and PreviousResult are the state and result the job
 	// had when last re-run: until the claim of the new attempt, Result is
@@ -163,6 +175,49 @@ type SubmitRequest struct {
 	// refuses to call loopback, link-local and private addresses unless
 	// configured otherwise.
 	CallbackURL string `json:"callback_url,omitempty"`
+}
+
+// MaxBatchJobs bounds the jobs of one POST /api/v1/jobs/batch.
+const MaxBatchJobs = 1000
+
+// SubmitBatchRequest is the body of POST /api/v1/jobs/batch: 1 to
+// MaxBatchJobs jobs, inserted in one transaction, each as POST
+// /api/v1/jobs would insert it alone.
+type SubmitBatchRequest struct {
+	Jobs []SubmitRequest `json:"jobs"`
+}
+
+// SubmitBatchResponse answers POST /api/v1/jobs/batch: one answer per
+// job, in the request's order.
+type SubmitBatchResponse struct {
+	Jobs []SubmitBatchItem `json:"jobs"`
+}
+
+// SubmitBatchItem is one job's answer: Status 201 and the new job's id
+// and state; 200 and the existing job's when its idempotency key (or
+// the active duplicate) matched one; or, for a key that names a job of
+// a queue the caller cannot see, 409 and Problem, and no job.
+type SubmitBatchItem struct {
+	Status  int       `json:"status"`
+	ID      uuid.UUID `json:"id,omitzero"`
+	State   State     `json:"state,omitempty"`
+	Problem *Problem  `json:"problem,omitempty"`
+}
+
+// SubmitBatchProblem is the problem document of a batch refused whole:
+// when one job is refused (a 400, 403 or 422 it would get alone), none is
+// inserted. The problem is the first refused job's, its Field naming the
+// job's member as "jobs[3].queue"; Items lists every refused job.
+type SubmitBatchProblem struct {
+	Problem
+	Items []SubmitBatchRefusal `json:"items"`
+}
+
+// SubmitBatchRefusal is one refused job of a batch: its position in the
+// request and its problem (whose Field names its member, "queue").
+type SubmitBatchRefusal struct {
+	Index   int     `json:"index"`
+	Problem Problem `json:"problem"`
 }
 
 // JobList is one page of GET /api/v1/jobs.
@@ -251,6 +306,8 @@ type Status struct {
 	Version   string    `json:"version"`
 	StartedAt time.Time `json:"started_at"`
 	Uptime    Duration  `json:"uptime"`
+	// UptimeSeconds is Uptime in seconds.
+	UptimeSeconds float64 `json:"uptime_seconds"`
 	// Jobs counts jobs by state over every queue.
 	Jobs map[State]int64 `json:"jobs"`
 }

@@ -21,13 +21,42 @@ func TestDuration(t *testing.T) {
 	if err := json.Unmarshal([]byte(`"250ms"`), &d); err != nil || time.Duration(d) != 250*time.Millisecond {
 		t.Errorf("unmarshal: %v, %v", time.Duration(d), err)
 	}
-	for _, bad := range []string{`90`, `"ninety"`, `{}`} {
+	for _, bad := range []string{`"90"`, `"ninety"`, `{}`, `1e300`} {
 		if err := json.Unmarshal([]byte(bad), &d); err == nil {
 			t.Errorf("unmarshal %s: no error", bad)
 		}
 	}
 	if err := json.Unmarshal([]byte(`null`), &d); err != nil || time.Duration(d) != 250*time.Millisecond {
 		t.Errorf("unmarshal null: %v, %v", time.Duration(d), err)
+	}
+}
+
+// TestDurationSeconds: a number is a duration in seconds, integer or
+// fractional, to the nanosecond; ParseDuration reads either form from
+// text; Seconds writes the _seconds member.
+func TestDurationSeconds(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		`90`: 90 * time.Second, `1.5`: 1500 * time.Millisecond, `0.25`: 250 * time.Millisecond, `0`: 0,
+		`2e-3`: 2 * time.Millisecond, `1E3`: 1000 * time.Second, `-1`: -time.Second,
+		`0.000000001`: time.Nanosecond, `1.000000001`: time.Second + time.Nanosecond,
+	} {
+		var d api.Duration
+		if err := json.Unmarshal([]byte(in), &d); err != nil || time.Duration(d) != want {
+			t.Errorf("unmarshal %s: %v, %v; want %v", in, time.Duration(d), err, want)
+		}
+	}
+	for in, want := range map[string]time.Duration{"30": 30 * time.Second, "0.5": 500 * time.Millisecond, "30s": 30 * time.Second, "1m": time.Minute, "1.5h": 90 * time.Minute} {
+		if d, err := api.ParseDuration(in); err != nil || d != want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, d, err, want)
+		}
+	}
+	for _, bad := range []string{"", "x", "0x10", "1_0", "NaN", "Inf", "1e300", "30 s"} {
+		if d, err := api.ParseDuration(bad); err == nil {
+			t.Errorf("ParseDuration(%q) = %v, want an error", bad, d)
+		}
+	}
+	if s := api.Seconds(1500 * time.Millisecond); s != 1.5 {
+		t.Errorf("Seconds(1.5s) = %v", s)
 	}
 }
 
@@ -53,10 +82,11 @@ func TestProblemError(t *testing.T) {
 	}
 }
 
-// A value that is not a duration string is a *json.UnmarshalTypeError
+// A value that is neither a duration string nor a number of seconds a
+// duration holds is a *json.UnmarshalTypeError
 // naming the member, so that the API's answer can name it.
 func TestDurationErrorNamesItsMember(t *testing.T) {
-	for _, bad := range []string{`"3x"`, `""`, `90`, `{}`, `[]`, `true`} {
+	for _, bad := range []string{`"3x"`, `""`, `"90"`, `1e300`, `{}`, `[]`, `true`} {
 		var v struct {
 			Throttle *api.Duration `json:"throttle"`
 		}

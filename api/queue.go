@@ -45,9 +45,14 @@ type QueueLimits struct {
 // own allowance.
 type QueueRate struct {
 	Limit int `json:"limit"`
-	// Period is a Go duration string ("1m", "500ms"), 1ms to 168h.
+	// Period is a Go duration string ("1m", "500ms") or a number of
+	// seconds, 1ms to 168h, in whole microseconds.
 	Period Duration `json:"period"`
-	By     string   `json:"by,omitempty"`
+	// PeriodSeconds is Period in seconds, in every answer. A request may
+	// send it instead of Period, or with it when both say the same (as an
+	// answer read back does); nil in a request sends none.
+	PeriodSeconds *float64 `json:"period_seconds,omitempty"`
+	By            string   `json:"by,omitempty"`
 	// Burst is how many starts may happen at once; absent means 1.
 	Burst int `json:"burst,omitempty"`
 }

@@ -21,17 +21,23 @@ const (
 // submission (SubmitRequest) that a template takes. Only Kind is
 // required.
 type ScheduleJob struct {
-	Queue        string          `json:"queue,omitempty"`
-	Kind         string          `json:"kind"`
-	Args         json.RawMessage `json:"args,omitempty"`
-	Priority     *int            `json:"priority,omitempty"`
-	MaxAttempts  int             `json:"max_attempts,omitempty"`
-	LeaseTTL     Duration        `json:"lease_ttl,omitempty"`
-	Timeout      Duration        `json:"timeout,omitempty"`
-	LockKey      string          `json:"lock_key,omitempty"`
-	PartitionKey string          `json:"partition_key,omitempty"`
-	Requires     []string        `json:"requires,omitempty"`
-	Prefers      []string        `json:"prefers,omitempty"`
+	Queue       string          `json:"queue,omitempty"`
+	Kind        string          `json:"kind"`
+	Args        json.RawMessage `json:"args,omitempty"`
+	Priority    *int            `json:"priority,omitempty"`
+	MaxAttempts int             `json:"max_attempts,omitempty"`
+	LeaseTTL    Duration        `json:"lease_ttl,omitempty"`
+	Timeout     Duration        `json:"timeout,omitempty"`
+	// LeaseTTLSeconds and TimeoutSeconds are LeaseTTL and Timeout in
+	// seconds, in every answer that has them. A request may send them
+	// instead of those, or with them when both say the same (as an
+	// answer read back does); nil in a request sends none.
+	LeaseTTLSeconds *float64 `json:"lease_ttl_seconds,omitempty"`
+	TimeoutSeconds  *float64 `json:"timeout_seconds,omitempty"`
+	LockKey         string   `json:"lock_key,omitempty"`
+	PartitionKey    string   `json:"partition_key,omitempty"`
+	Requires        []string `json:"requires,omitempty"`
+	Prefers         []string `json:"prefers,omitempty"`
 }
 
 // ScheduleRequest is the body of PUT /api/v1/schedules/{name}, and,

@@ -126,14 +126,18 @@ type AlertData struct {
 	// Worker is the worker of worker.offline.
 	Worker *AlertWorker `json:"worker,omitempty"`
 	// Failures, within Window, of failure.pattern.
-	Failures int      `json:"failures,omitempty"`
-	Window   Duration `json:"window,omitempty"`
+	Failures      int      `json:"failures,omitempty"`
+	Window        Duration `json:"window,omitempty"`
+	WindowSeconds float64  `json:"window_seconds,omitempty"`
 	// OldestAvailableAt, its age and the Threshold it passed, of
 	// queue.backlog.
 	OldestAvailableAt  *time.Time `json:"oldest_available_at,omitempty"`
 	OldestAvailableAge Duration   `json:"oldest_available_age,omitempty"`
 	Threshold          Duration   `json:"threshold,omitempty"`
-	Suppressed         int        `json:"suppressed"`
+	// The members ending in _seconds are the durations in seconds.
+	OldestAvailableAgeSeconds float64 `json:"oldest_available_age_seconds,omitempty"`
+	ThresholdSeconds          float64 `json:"threshold_seconds,omitempty"`
+	Suppressed                int     `json:"suppressed"`
 }
 
 // AlertJob is the job an alert is about, as its transition left it.

@@ -92,10 +92,15 @@ type ClaimRequest struct {
 	Wait Duration `json:"wait,omitempty"`
 }
 
-// ClaimedJob is a job a worker claimed: the job with its lease.
+// ClaimedJob is a job a worker claimed: the job with its lease. Its
+// lease lasts LeaseTTL (LeaseTTLSeconds) from the claim and from each
+// renewal (a heartbeat, progress, a checkpoint); HeartbeatIntervalSeconds
+// is how often the server advises renewing it: a third of the lease, at
+// most the server's own heartbeat interval.
 type ClaimedJob struct {
 	Job
-	LeaseToken uuid.UUID `json:"lease_token"`
+	LeaseToken               uuid.UUID `json:"lease_token"`
+	HeartbeatIntervalSeconds float64   `json:"heartbeat_interval_seconds"`
 }
 
 // ClaimResponse is the answer of a claim; Jobs is empty when none came.
@@ -104,6 +109,11 @@ type ClaimResponse struct {
 }
 
 // ProgressRequest is the body of POST /api/v1/worker/jobs/{id}/progress.
+// Done and Total are not negative; with a Total above zero, Done is at
+// most Total (Total 0: unknown). Items is per-item detail, any JSON; the
+// dashboard shows rows for an object of items by name or an array of
+// items with a name, each with done and total (or percent, or progress
+// from 0 to 1) and a state.
 type ProgressRequest struct {
 	LeaseToken uuid.UUID       `json:"lease_token"`
 	Phase      string          `json:"phase,omitempty"`
@@ -112,8 +122,16 @@ type ProgressRequest struct {
 	Items      json.RawMessage `json:"items,omitempty"`
 }
 
-// ProgressResponse answers progress.
+// ProgressResponse answers progress; CheckpointResponse a checkpoint.
+// CancelRequested says that the job's cancel was requested: the worker
+// should stop it and report its outcome (a success still succeeds; a
+// failure or a release ends it canceled).
 type ProgressResponse struct {
+	CancelRequested bool `json:"cancel_requested"`
+}
+
+// CheckpointResponse answers a checkpoint (see ProgressResponse).
+type CheckpointResponse struct {
 	CancelRequested bool `json:"cancel_requested"`
 }
 
@@ -159,7 +177,60 @@ type ReleaseRequest struct {
 }
 
 // FinishResponse answers complete, fail and release: the state the job
-// reached.
+// reached. Repeat says that the outcome repeats the one applied last to
+// the job with this lease token (its answer was lost, and the worker sent
+// it again): nothing changed, and State is the job's current state.
 type FinishResponse struct {
-	State State `json:"state"`
+	State  State `json:"state"`
+	Repeat bool  `json:"repeat,omitempty"`
+}
+
+// The outcomes of POST /api/v1/worker/outcomes.
+const (
+	OutcomeComplete = "complete"
+	OutcomeFail     = "fail"
+	OutcomeRelease  = "release"
+)
+
+// MaxOutcomes bounds the outcomes of one POST /api/v1/worker/outcomes.
+const MaxOutcomes = 1000
+
+// OutcomesRequest is the body of POST /api/v1/worker/outcomes: up to
+// MaxOutcomes outcomes, applied together and answered each on its own.
+type OutcomesRequest struct {
+	Outcomes []OutcomeItem `json:"outcomes"`
+}
+
+// OutcomeItem is one outcome of OutcomesRequest: the job, its lease
+// token and the outcome, OutcomeComplete (with Result), OutcomeFail (with
+// the members of FailRequest) or OutcomeRelease; a member of another
+// outcome is refused.
+type OutcomeItem struct {
+	ID         uuid.UUID       `json:"id"`
+	LeaseToken uuid.UUID       `json:"lease_token"`
+	Outcome    string          `json:"outcome"`
+	Result     json.RawMessage `json:"result,omitempty"`
+	Error      string          `json:"error,omitempty"`
+	Retryable  bool            `json:"retryable,omitempty"`
+	RetryAfter *Duration       `json:"retry_after,omitempty"`
+	Throttle   *Duration       `json:"throttle,omitempty"`
+}
+
+// OutcomesResponse answers POST /api/v1/worker/outcomes: one answer per
+// outcome, in the request's order.
+type OutcomesResponse struct {
+	Outcomes []OutcomeAnswer `json:"outcomes"`
+}
+
+// OutcomeAnswer is one outcome's answer: ID is its job's (absent when the
+// item's id could not be read); Status is the HTTP status the
+// outcome would have had alone (200 with State and Repeat as
+// FinishResponse has them; else Problem, the problem document it would
+// have had, whose Field names the item's member at fault).
+type OutcomeAnswer struct {
+	ID      uuid.UUID `json:"id,omitzero"`
+	Status  int       `json:"status"`
+	State   State     `json:"state,omitempty"`
+	Repeat  bool      `json:"repeat,omitempty"`
+	Problem *Problem  `json:"problem,omitempty"`
 }

@@ -41,11 +41,22 @@ import (
 	"github.com/jobd/jobd/api"
 )
 
+// DefaultMaxIdleConnsPerHost is how many idle connections to the server
+// the default HTTP client of New keeps for reuse (http.DefaultClient
+// keeps 2: concurrent requests beyond that open a connection each and
+// leave it in TIME_WAIT). A Worker whose Concurrency is larger keeps as
+// many as its Concurrency.
+const DefaultMaxIdleConnsPerHost = 64
+
 // Client talks to one jobd server. It is safe for concurrent use.
 type Client struct {
 	base *url.URL
 	key  string
 	http *http.Client
+	// ownTransport: http is New's own client (no WithHTTPClient), whose
+	// *http.Transport the client may clone with more idle connections
+	// (withIdleConns).
+	ownTransport bool
 	// noRetry turns off the retries of answers 503 (WithoutRetries).
 	noRetry bool
 	// tls, when set, is the TLS configuration of the client's transport
@@ -58,13 +69,16 @@ type Client struct {
 // Option configures a Client.
 type Option func(*Client)
 
-// WithHTTPClient makes the client send its requests with hc (default
-// http.DefaultClient). Do not give hc a Timeout shorter than your longest
-// Wait: streams and long-polls are held open. With WithCACert or
-// WithTLSConfig too, hc's Transport must be an *http.Transport (it is
-// cloned, with that TLS configuration) or nil.
+// WithHTTPClient makes the client send its requests with hc instead of
+// its own (an http.Client without a timeout whose Transport, a clone of
+// http.DefaultTransport, keeps DefaultMaxIdleConnsPerHost idle
+// connections to the server). Do not give hc a Timeout shorter than your
+// longest Wait: streams and long-polls are held open. Give its Transport
+// enough idle connections per host for the requests you send at once.
+// With WithCACert or WithTLSConfig too, hc's Transport must be an
+// *http.Transport (it is cloned, with that TLS configuration) or nil.
 func WithHTTPClient(hc *http.Client) Option {
-	return func(c *Client) { c.http = hc }
+	return func(c *Client) { c.http, c.ownTransport = hc, false }
 }
 
 // WithoutRetries makes every request fail at once with the server's
@@ -109,7 +123,7 @@ func New(baseURL, key string, opts ...Option) (*Client, error) {
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
 		return nil, fmt.Errorf("jobd client: server URL %q: want http://host:port or https://host:port", baseURL)
 	}
-	c := &Client{base: u, key: key, http: http.DefaultClient}
+	c := &Client{base: u, key: key, http: &http.Client{Transport: newTransport(DefaultMaxIdleConnsPerHost)}, ownTransport: true}
 	for _, o := range opts {
 		o(c)
 	}
@@ -122,6 +136,33 @@ func New(baseURL, key string, opts ...Option) (*Client, error) {
 		}
 	}
 	return c, nil
+}
+
+// newTransport is a clone of http.DefaultTransport that keeps idle
+// connections to a host for reuse.
+func newTransport(idle int) *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = idle
+	t.MaxIdleConns = max(t.MaxIdleConns, idle)
+	return t
+}
+
+// withIdleConns returns c, or, when c uses its own transport and that
+// keeps fewer than n idle connections per host, a copy of c whose own
+// transport keeps n (for a Worker of Concurrency n).
+func (c *Client) withIdleConns(n int) *Client {
+	t, ok := c.http.Transport.(*http.Transport)
+	if !c.ownTransport || !ok || t.MaxIdleConnsPerHost >= n {
+		return c
+	}
+	t = t.Clone()
+	t.MaxIdleConnsPerHost = n
+	t.MaxIdleConns = max(t.MaxIdleConns, n)
+	cp := *c
+	hc := *c.http
+	hc.Transport = t
+	cp.http = &hc
+	return &cp
 }
 
 // useTLS gives the client's HTTP client a transport with c.tls.
@@ -326,6 +367,10 @@ func (c *Client) doWith(ctx context.Context, method, path string, query url.Valu
 	}
 }
 
+// drainLimit bounds what send reads of an answer past what it decodes,
+// to let the connection be reused; a longer rest closes it.
+const drainLimit = 64 << 10
+
 // send sends one request and decodes a 2xx JSON answer into out.
 func (c *Client) send(ctx context.Context, method, path string, query url.Values, hdr http.Header, body, out any) (int, http.Header, error) {
 	req, err := c.request(ctx, method, path, query, body)
@@ -339,7 +384,12 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 	if err != nil {
 		return 0, nil, fmt.Errorf("jobd client: %s %s: %w", method, path, err)
 	}
-	defer resp.Body.Close()
+	defer func() {
+		// Read to the end (the newline after the JSON value), so that the
+		// connection goes back to the pool to be reused.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
+		resp.Body.Close()
+	}()
 	if resp.StatusCode >= 300 {
 		return resp.StatusCode, resp.Header, readError(resp)
 	}

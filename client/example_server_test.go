@@ -12,6 +12,7 @@ import (
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/engine/builtin"
 	"github.com/jobd/jobd/internal/httpapi"
+	"github.com/jobd/jobd/internal/remote"
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/store/sqlite"
 )
@@ -57,8 +58,12 @@ func startJobd() *exampleJobd {
 	if err != nil {
 		panic(err)
 	}
+	workers, err := remote.New(remote.Config{Store: st, Policy: e, Logger: quiet})
+	if err != nil {
+		panic(err)
+	}
 	h, err := httpapi.New(httpapi.Config{
-		Store: st, Logger: quiet, Processes: procs, Wakeups: e.Subscribe, PollInterval: 10 * time.Millisecond,
+		Store: st, Logger: quiet, Processes: procs, Remote: workers, PollInterval: 10 * time.Millisecond,
 	})
 	if err != nil {
 		panic(err)

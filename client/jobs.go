@@ -28,6 +28,22 @@ func (c *Client) Submit(ctx context.Context, req api.SubmitRequest) (j *api.Job,
 	return j, status == http.StatusCreated, nil
 }
 
+// SubmitBatch creates up to api.MaxBatchJobs jobs in one request and one
+// transaction (POST /api/v1/jobs/batch), and answers each in order:
+// Status 201 with the new job's ID and State, 200 with those of the job
+// its idempotency key (or active duplicate) matched, or 409 with a
+// Problem for a key that names a job of a queue the caller cannot see.
+// All or nothing: when one job is refused, none is created, and the
+// error is an *Error whose Problem.Field names the job's member as
+// "jobs[3].kind".
+func (c *Client) SubmitBatch(ctx context.Context, reqs []api.SubmitRequest) ([]api.SubmitBatchItem, error) {
+	var out api.SubmitBatchResponse
+	if _, _, err := c.do(ctx, http.MethodPost, "/api/v1/jobs/batch", nil, api.SubmitBatchRequest{Jobs: reqs}, &out); err != nil {
+		return nil, err
+	}
+	return out.Jobs, nil
+}
+
 // Get returns a job.
 func (c *Client) Get(ctx context.Context, id uuid.UUID) (*api.Job, error) {
 	return c.getJob(ctx, id, 0)

@@ -33,18 +33,23 @@ func (t *Task[A]) SetProgress(ctx context.Context, done, total int64, phase stri
 	return nil
 }
 
-// SaveCheckpoint stores v, as JSON, as the job's checkpoint: a retry of
-// the job finds it with Checkpoint.
+// SaveCheckpoint stores v, as JSON, as the job's checkpoint (and extends
+// the lease): a retry of the job finds it with Checkpoint. When the
+// server says cancel was requested, the task's context is cancelled.
 func (t *Task[A]) SaveCheckpoint(ctx context.Context, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("jobd client: encode checkpoint: %w", err)
 	}
-	if err := t.w.c.SaveCheckpoint(ctx, t.Job.ID, t.Job.LeaseToken, b); err != nil {
+	cancel, err := t.w.c.Checkpoint(ctx, t.Job.ID, t.Job.LeaseToken, b)
+	if err != nil {
 		t.w.lost(t.Job.ID, err)
 		return err
 	}
 	t.Job.Checkpoint = b
+	if cancel {
+		t.w.stop(t.Job.ID, ErrJobCanceled)
+	}
 	return nil
 }
 

@@ -18,13 +18,15 @@ import (
 // WorkerConfig configures a remote Worker. Only Queues is required.
 type WorkerConfig struct {
 	Queues []string
-	// Concurrency is how many jobs run at once; default 1.
+	// Concurrency is how many jobs run at once; default 1. One claim asks
+	// for as many jobs as slots are free.
 	Concurrency int
 	// ClaimWait is how long one claim long-polls; default 30s.
 	ClaimWait time.Duration
-	// HeartbeatInterval is the gap between heartbeats (which keep the
-	// worker online and renew every lease at once); default 10s, and
-	// shorter when a running job's lease TTL is under three times it.
+	// HeartbeatInterval is the longest gap between heartbeats (which keep
+	// the worker online and renew every lease at once); default 10s, and
+	// shorter when a running job's claim advises it (its
+	// HeartbeatIntervalSeconds: a third of its lease).
 	HeartbeatInterval time.Duration
 	// ShutdownTimeout is how long Run waits, once its context ends, for
 	// running jobs before it cancels them and releases them (queued again
@@ -37,6 +39,15 @@ type WorkerConfig struct {
 
 // Worker runs jobs claimed from a jobd server over HTTP, with a client
 // made with a worker's API key. Register handlers with Handle, then Run.
+//
+// The outcomes of its jobs go to the server in batches (POST
+// /api/v1/worker/outcomes): every outcome that is ready while the last
+// batch is on its way goes in the next. An outcome whose request got no
+// answer (the connection broke, the server answered 503 until the
+// request's own timeout) is sent again, as it was, until it is answered
+// or its lease would have expired: the server answers an outcome it has
+// applied already as a repeat. Until then its lease is renewed with the
+// running jobs'.
 type Worker struct {
 	c   *Client
 	cfg WorkerConfig
@@ -47,6 +58,9 @@ type Worker struct {
 	fallback handler
 	running  map[uuid.UUID]*run
 	slotFree chan struct{}
+
+	// out holds the outcomes on their way to the server.
+	out outbox
 }
 
 // run is one job being handled here.
@@ -56,6 +70,8 @@ type run struct {
 	// abandoned: the shutdown released the job without its handler,
 	// which ignored its cancel; the handler's outcome is dropped.
 	abandoned bool
+	// expires is when the job's lease expires, as last renewed here.
+	expires time.Time
 }
 
 // hardStopGrace is how long a shutdown waits, after cancelling the
@@ -63,7 +79,9 @@ type run struct {
 // without them.
 const hardStopGrace = 5 * time.Second
 
-// NewWorker returns a worker over c.
+// NewWorker returns a worker over c. When c sends its requests with its
+// own HTTP client (no WithHTTPClient), the worker keeps at least
+// Concurrency idle connections to the server.
 func NewWorker(c *Client, cfg WorkerConfig) *Worker {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 1
@@ -80,12 +98,14 @@ func NewWorker(c *Client, cfg WorkerConfig) *Worker {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Worker{
-		c: c, cfg: cfg, log: cfg.Logger,
+	w := &Worker{
+		c: c.withIdleConns(cfg.Concurrency), cfg: cfg, log: cfg.Logger,
 		handlers: make(map[string]handler),
 		running:  make(map[uuid.UUID]*run),
 		slotFree: make(chan struct{}, 1),
 	}
+	w.out.init()
+	return w
 }
 
 // HandleAny registers fn for every kind without a handler of its own:
@@ -99,33 +119,36 @@ func (w *Worker) HandleAny(fn func(ctx context.Context, t *Task[json.RawMessage]
 // ErrShuttingDown) and releases every job whose handler did not succeed:
 // it is queued again at once, its attempt not counted, as the engine
 // does at its shutdown. A handler that ignores its cancel for
-// hardStopGrace has its job released without it. Run returns nil after a
-// graceful stop; a worker refused by the server (401, 403) returns that
-// error at once.
+// hardStopGrace has its job released without it. Run returns once the
+// outcomes are sent (or their leases expired); nil after a graceful
+// stop; a worker refused by the server (401, 403) returns that error at
+// once.
 func (w *Worker) Run(ctx context.Context) error {
 	if len(w.cfg.Queues) == 0 {
 		return errors.New("jobd worker: no queues")
 	}
 	base := context.WithoutCancel(ctx) // jobs and their reports outlive ctx
 	hbCtx, stopHB := context.WithCancel(base)
+	sendCtx, stopSend := context.WithCancel(base)
 	var wg sync.WaitGroup
-	hbErr := make(chan error, 1)
-	wg.Go(func() { hbErr <- w.heartbeats(hbCtx) })
+	wg.Go(func() { w.heartbeats(hbCtx) })
+	sent := make(chan struct{})
+	go func() { defer close(sent); w.sendOutcomes(sendCtx) }()
 
 	err := w.claimLoop(ctx, base)
-	if w.waitIdle(w.cfg.ShutdownTimeout) {
-		stopHB()
-		wg.Wait()
-		return err
+	if !w.waitIdle(w.cfg.ShutdownTimeout) {
+		w.mu.Lock()
+		for _, r := range w.running {
+			r.cancel(ErrShuttingDown)
+		}
+		w.mu.Unlock()
+		if !w.waitIdle(hardStopGrace) {
+			w.abandon()
+		}
 	}
-	w.mu.Lock()
-	for _, r := range w.running {
-		r.cancel(ErrShuttingDown)
-	}
-	w.mu.Unlock()
-	if !w.waitIdle(hardStopGrace) {
-		w.abandon(base)
-	}
+	w.out.close()
+	<-sent // every outcome answered, or its lease expired
+	stopSend()
 	stopHB()
 	wg.Wait()
 	return err
@@ -133,7 +156,7 @@ func (w *Worker) Run(ctx context.Context) error {
 
 // abandon releases the jobs whose handlers still run after their cancel,
 // and forgets them: their outcomes, if they ever come, are dropped.
-func (w *Worker) abandon(base context.Context) {
+func (w *Worker) abandon() {
 	w.mu.Lock()
 	var stuck []*run
 	for id, r := range w.running {
@@ -141,37 +164,34 @@ func (w *Worker) abandon(base context.Context) {
 		stuck = append(stuck, r)
 		delete(w.running, id)
 	}
-	w.mu.Unlock()
+	w.mu.Unlock() // r.expires no longer moves: a heartbeat renews the running jobs
 	for _, r := range stuck {
 		w.log.Error("jobd worker: handler still running after its cancel; releasing its job without waiting for it", "job_id", r.job.ID)
-		rctx, cancel := context.WithTimeout(base, reportTimeout(r.job))
-		if _, err := w.c.Release(rctx, r.job.ID, r.job.LeaseToken); err != nil {
-			w.log.Warn("jobd worker: release job", "job_id", r.job.ID, "err", err)
-		}
-		cancel()
+		w.out.add(&pending{item: api.OutcomeItem{ID: r.job.ID, LeaseToken: r.job.LeaseToken, Outcome: api.OutcomeRelease},
+			job: r.job, expires: r.expires})
 	}
 }
 
-// reportTimeout bounds the report of j's outcome: its lease TTL (the
-// server keeps the lease that long anyway, and the client retries while
-// the server's database does not answer), at least 30s.
-func reportTimeout(j api.ClaimedJob) time.Duration {
-	return max(time.Duration(j.LeaseTTL), 30*time.Second)
-}
-
-// claimLoop claims while slots are free, until ctx ends or the server
-// refuses the worker.
+// claimLoop claims while slots are free and the outcomes on their way
+// are fewer than Concurrency, until ctx ends or the server refuses the
+// worker. While jobs run, it waits for a quarter of the slots to be free
+// (minBatch), as the engine's pools do, so that a busy worker claims in
+// batches rather than a job at a time.
 func (w *Worker) claimLoop(ctx, base context.Context) error {
 	backoff := time.Second
+	minBatch := max(1, w.cfg.Concurrency/4)
 	for ctx.Err() == nil {
-		free := w.cfg.Concurrency - w.count()
-		if free <= 0 {
+		running := w.count()
+		free := w.cfg.Concurrency - running
+		if free <= 0 || (running > 0 && free < minBatch) || w.out.len() >= w.cfg.Concurrency {
 			select {
 			case <-w.slotFree:
+			case <-w.out.drained:
 			case <-ctx.Done():
 			}
 			continue
 		}
+		at := time.Now()
 		jobs, err := w.c.Claim(ctx, w.cfg.Queues, free, w.cfg.ClaimWait)
 		if ctx.Err() != nil {
 			// Jobs a cancelled claim took come back when their leases
@@ -191,7 +211,7 @@ func (w *Worker) claimLoop(ctx, base context.Context) error {
 		}
 		backoff = time.Second
 		for _, j := range jobs {
-			w.start(base, j)
+			w.start(base, j, at.Add(time.Duration(j.LeaseTTL)))
 		}
 	}
 	return nil
@@ -203,14 +223,23 @@ func (w *Worker) count() int {
 	return len(w.running)
 }
 
-// start runs a claimed job in its own goroutine.
-func (w *Worker) start(base context.Context, j api.ClaimedJob) {
+// freed tells the claim loop that a slot is free.
+func (w *Worker) freed() {
+	select {
+	case w.slotFree <- struct{}{}:
+	default:
+	}
+}
+
+// start runs a claimed job, whose lease expires at expires, in its own
+// goroutine.
+func (w *Worker) start(base context.Context, j api.ClaimedJob, expires time.Time) {
 	ctx, cancel := context.WithCancelCause(base)
 	stopDeadline := context.CancelFunc(func() {})
 	if j.Deadline != nil {
 		ctx, stopDeadline = context.WithDeadlineCause(ctx, *j.Deadline, ErrTimedOut)
 	}
-	r := &run{job: j, cancel: cancel}
+	r := &run{job: j, cancel: cancel, expires: expires}
 	w.mu.Lock()
 	w.running[j.ID] = r
 	h := w.handlers[j.Kind]
@@ -222,21 +251,21 @@ func (w *Worker) start(base context.Context, j api.ClaimedJob) {
 		defer cancel(nil)
 		defer stopDeadline()
 		res, err := w.call(ctx, h, j)
+		it, report := w.outcome(ctx, j, res, err)
 		w.mu.Lock()
-		abandoned := r.abandoned
-		w.mu.Unlock()
-		if abandoned {
+		if r.abandoned {
+			w.mu.Unlock()
 			w.log.Warn("jobd worker: job ended after the shutdown released it; outcome dropped", "job_id", j.ID)
 			return
 		}
-		w.finish(base, ctx, j, res, err)
-		w.mu.Lock()
+		if report {
+			// Queued before the job leaves running, so that Run, once no
+			// job runs, finds every outcome in the outbox.
+			w.out.add(&pending{item: it, job: j, expires: r.expires})
+		}
 		delete(w.running, j.ID)
 		w.mu.Unlock()
-		select {
-		case w.slotFree <- struct{}{}:
-		default:
-		}
+		w.freed()
 	}()
 }
 
@@ -255,100 +284,44 @@ func (w *Worker) call(ctx context.Context, h handler, j api.ClaimedJob) (res jso
 	return h(ctx, w, j)
 }
 
-// finish reports a job's outcome, unless its lease was lost: a success,
-// a release when the shutdown cancelled a handler that did not succeed,
-// a throttle (Throttle), or a failure, retryable unless Permanent (after
-// RetryAfter's delay, or the queue's backoff).
-func (w *Worker) finish(base, ctx context.Context, j api.ClaimedJob, res json.RawMessage, err error) {
+// outcome is the outcome of a job to report, unless its lease was lost
+// (report false): a success, a release when the shutdown cancelled a
+// handler that did not succeed, a throttle (Throttle), or a failure,
+// retryable unless Permanent (after RetryAfter's delay, or the queue's
+// backoff).
+func (w *Worker) outcome(ctx context.Context, j api.ClaimedJob, res json.RawMessage, err error) (it api.OutcomeItem, report bool) {
 	cause := context.Cause(ctx)
 	if errors.Is(cause, ErrLeaseLost) {
 		w.log.Warn("jobd worker: lease lost; outcome dropped", "job_id", j.ID)
-		return
+		return it, false
 	}
 	if err != nil && errors.Is(cause, ErrTimedOut) {
 		w.log.Warn("jobd worker: the job's deadline passed; the server ends the attempt", "job_id", j.ID, "deadline", j.Deadline)
-		return
+		return it, false
 	}
-	rctx, cancel := context.WithTimeout(base, reportTimeout(j))
-	defer cancel()
+	it = api.OutcomeItem{ID: j.ID, LeaseToken: j.LeaseToken}
 	var (
-		rerr  error
 		p     permanent
 		after retryAfter
 		thr   throttle
 	)
 	switch {
 	case err == nil:
-		_, rerr = w.c.Complete(rctx, j.ID, j.LeaseToken, res)
+		it.Outcome, it.Result = api.OutcomeComplete, res
 	case errors.Is(cause, ErrShuttingDown):
-		_, rerr = w.c.Release(rctx, j.ID, j.LeaseToken)
+		it.Outcome = api.OutcomeRelease
 	case errors.As(err, &thr):
-		_, rerr = w.c.FailThrottle(rctx, j.ID, j.LeaseToken, err.Error(), thr.delay)
+		d := api.Duration(thr.delay)
+		it.Outcome, it.Error, it.Throttle = api.OutcomeFail, err.Error(), &d
 	case errors.As(err, &p):
-		_, rerr = w.c.Fail(rctx, j.ID, j.LeaseToken, err.Error(), false)
+		it.Outcome, it.Error = api.OutcomeFail, err.Error()
 	case errors.As(err, &after):
-		_, rerr = w.c.FailRetryAfter(rctx, j.ID, j.LeaseToken, err.Error(), after.delay)
+		d := api.Duration(after.delay)
+		it.Outcome, it.Error, it.Retryable, it.RetryAfter = api.OutcomeFail, err.Error(), true, &d
 	default:
-		_, rerr = w.c.Fail(rctx, j.ID, j.LeaseToken, err.Error(), true)
+		it.Outcome, it.Error, it.Retryable = api.OutcomeFail, err.Error(), true
 	}
-	if rerr != nil {
-		w.log.Warn("jobd worker: report outcome", "job_id", j.ID, "err", rerr)
-	}
-}
-
-// heartbeats keeps the worker online and renews its leases until ctx
-// ends; it cancels the jobs whose lease is lost or whose cancel was
-// requested.
-func (w *Worker) heartbeats(ctx context.Context) error {
-	for {
-		w.beat(ctx)
-		if sleep(ctx, w.beatInterval()) != nil {
-			return nil
-		}
-	}
-}
-
-func (w *Worker) beatInterval() time.Duration {
-	d := w.cfg.HeartbeatInterval
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, r := range w.running {
-		d = min(d, time.Duration(r.job.LeaseTTL)/3)
-	}
-	return max(d, 10*time.Millisecond)
-}
-
-func (w *Worker) beat(ctx context.Context) {
-	w.mu.Lock()
-	leases := make([]api.Lease, 0, len(w.running))
-	for id, r := range w.running {
-		leases = append(leases, api.Lease{ID: id, LeaseToken: r.job.LeaseToken})
-	}
-	status := "active"
-	switch len(leases) {
-	case 0:
-		status = "idle"
-	case w.cfg.Concurrency:
-		status = "busy"
-	}
-	w.mu.Unlock()
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	states, err := w.c.WorkerHeartbeat(cctx, status, leases)
-	if err != nil {
-		if ctx.Err() == nil {
-			w.log.Warn("jobd worker: heartbeat failed", "err", err)
-		}
-		return
-	}
-	for _, s := range states {
-		switch {
-		case !s.Held:
-			w.stop(s.ID, ErrLeaseLost)
-		case s.CancelRequested:
-			w.stop(s.ID, ErrJobCanceled)
-		}
-	}
+	return it, true
 }
 
 // stop cancels a running job's context with cause.

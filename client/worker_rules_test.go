@@ -12,6 +12,7 @@ import (
 	"github.com/jobd/jobd/client"
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/internal/httpapi"
+	"github.com/jobd/jobd/internal/remote"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -35,7 +36,11 @@ func sdkServer(t *testing.T, st store.Store) (admin, worker *client.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin, url := serve(t, st, httpapi.Config{AdminSecret: secret, RetryDelay: eng.RetryDelay}, secret, nil)
+	workers, err := remote.New(remote.Config{Store: st, Policy: eng, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, url := serve(t, st, httpapi.Config{AdminSecret: secret, Remote: workers}, secret, nil)
 	reg, err := admin.CreateWorker(t.Context(), api.WorkerRequest{Name: "sdk"})
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -59,8 +60,11 @@ func (c *Client) DeleteWorker(ctx context.Context, id string) error {
 	return err
 }
 
-// The worker protocol, for a client made with a worker's key. A call
-// whose lease token is no longer current fails with ErrConflict.
+// The worker protocol, for a client made with a worker's key
+// (docs/worker-protocol.md). A call whose lease token is no longer
+// current fails with ErrConflict (and ErrLeaseLost). Complete, Fail and
+// Release are idempotent: the same outcome sent again with the same
+// token, after its answer was lost, answers the job's current state.
 
 // WorkerHeartbeat keeps the worker online (status "active", "idle" or
 // "busy") and extends the leases it holds, answering for each whether it
@@ -98,8 +102,38 @@ func (c *Client) ReportProgress(ctx context.Context, id, token uuid.UUID, p api.
 
 // SaveCheckpoint stores a claimed job's checkpoint (kept across retries).
 func (c *Client) SaveCheckpoint(ctx context.Context, id, token uuid.UUID, checkpoint json.RawMessage) error {
-	_, _, err := c.do(ctx, http.MethodPost, workerJobPath(id, "checkpoint"), nil, api.CheckpointRequest{LeaseToken: token, Checkpoint: checkpoint}, nil)
+	_, err := c.Checkpoint(ctx, id, token, checkpoint)
 	return err
+}
+
+// Checkpoint stores a claimed job's checkpoint (kept across retries) and
+// extends its lease; it reports whether cancel was requested.
+func (c *Client) Checkpoint(ctx context.Context, id, token uuid.UUID, checkpoint json.RawMessage) (cancelRequested bool, err error) {
+	var out api.CheckpointResponse
+	_, _, err = c.do(ctx, http.MethodPost, workerJobPath(id, "checkpoint"), nil, api.CheckpointRequest{LeaseToken: token, Checkpoint: checkpoint}, &out)
+	return out.CancelRequested, err
+}
+
+// ReportOutcomes sends up to api.MaxOutcomes outcomes of claimed jobs in
+// one request (POST /api/v1/worker/outcomes) and returns each one's
+// answer, in order: Status 200 with the State the job reached (Repeat
+// when the outcome had been applied already, its answer lost), or the
+// Problem that refused it (409 lease-lost, 422 naming the member…).
+// Outcomes are idempotent: a batch whose answer was lost can be sent
+// again as it was. An error is the request's as a whole. The error
+// texts are sent as Fail sends them.
+func (c *Client) ReportOutcomes(ctx context.Context, outcomes []api.OutcomeItem) ([]api.OutcomeAnswer, error) {
+	for i := range outcomes {
+		outcomes[i].Error = storableText(outcomes[i].Error)
+	}
+	var out api.OutcomesResponse
+	if _, _, err := c.do(ctx, http.MethodPost, "/api/v1/worker/outcomes", nil, api.OutcomesRequest{Outcomes: outcomes}, &out); err != nil {
+		return nil, err
+	}
+	if len(out.Outcomes) != len(outcomes) {
+		return nil, fmt.Errorf("jobd client: %d answers to %d outcomes", len(out.Outcomes), len(outcomes))
+	}
+	return out.Outcomes, nil
 }
 
 // Complete finishes a claimed job with its result and returns the state

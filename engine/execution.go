@@ -187,7 +187,7 @@ func (x *execution) leaseLost(why string) {
 }
 
 func (x *execution) saveCheckpoint(ctx context.Context, raw json.RawMessage) error {
-	err := x.e.store.JobSetCheckpoint(ctx, x.lease, raw)
+	_, err := x.e.store.JobSetCheckpoint(ctx, x.lease, raw) // a cancel reaches the handler by its notification
 	if errors.Is(err, job.ErrLeaseLost) {
 		x.leaseLost("checkpoint")
 	}

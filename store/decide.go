@@ -35,12 +35,17 @@ func OwnerOf(l Lease, owner string) string {
 
 // Decided is a transition decided for a held job, for a driver to apply
 // fenced by its lease: state running and the lease token. Alert is the
-// outbox event it records with it (AlertOf), "" for none.
+// outbox event it records with it (AlertOf), "" for none. Outcome is the
+// holder's outcome that decided it, which the driver makes the row
+// remember (the lease token, Outcome and the row's lease owner: see
+// JobFinish); "" for a transition no holder reported (a rescue, a
+// time-out), which leaves what the row remembers as it is.
 type Decided struct {
 	Lease
 	Queue string
 	job.Transition
-	Alert string
+	Alert   string
+	Outcome OutcomeStatus
 	// Task is the held job's workflow and ref (Held.Task).
 	Task WorkflowTask
 }
@@ -68,14 +73,74 @@ func DecideFinish(outcomes []Outcome, held []Held, now time.Time) ([]Decided, []
 			continue
 		}
 		used[k] = true
-		t, err := job.Finish(h.Facts, o.Report(), now)
+		rep := o.Report()
+		if o.Backoff != nil && o.Status == OutcomeFailed && o.Retryable && o.Throttle == 0 {
+			rep.RetryDelay = o.Backoff(h.Queue, h.Attempt)
+		}
+		t, err := job.Finish(h.Facts, rep, now)
 		if err != nil {
 			return nil, nil, fmt.Errorf("finish job %s: %w", o.ID, err)
 		}
-		decided = append(decided, Decided{Lease: h.Lease, Queue: h.Queue, Transition: t, Alert: AlertOf(t), Task: h.Task})
+		decided = append(decided, Decided{Lease: h.Lease, Queue: h.Queue, Transition: t, Alert: AlertOf(t), Outcome: o.Status, Task: h.Task})
 		results[i] = resultOf(t)
 	}
 	return decided, results, nil
+}
+
+// Accepted is what a job's row remembers of the last outcome a call of
+// JobFinish applied to it (see JobFinish), read with its current state.
+type Accepted struct {
+	// ID is the job; Token the lease token of the attempt whose outcome
+	// was applied.
+	ID, Token uuid.UUID
+	// Status is the outcome's; Owner the lease owner that held the
+	// attempt ("" for none).
+	Status OutcomeStatus
+	Owner  string
+	// State is the job's current state.
+	State job.State
+}
+
+// LostLeases returns the leases of the outcomes that results report Lost,
+// whose rows a driver reads (their Accepted) for MarkRepeats; nil when
+// none is lost.
+func LostLeases(outcomes []Outcome, results []FinishResult) []Lease {
+	var lost []Lease
+	for i, r := range results {
+		if r.Lost {
+			lost = append(lost, outcomes[i].key())
+		}
+	}
+	return lost
+}
+
+// MarkRepeats turns into repeats the lost results (LostLeases) whose
+// outcome repeats the one its job's row remembers (accepted): the same
+// job and lease token, the same status, and, when the outcome names an
+// owner, the same owner. Such a result reports Repeat, with the job's
+// current state. An outcome whose lease an earlier outcome of the batch
+// used stays Lost, whatever the row remembers.
+func MarkRepeats(outcomes []Outcome, results []FinishResult, accepted []Accepted) {
+	if len(accepted) == 0 {
+		return
+	}
+	byLease := make(map[Lease]Accepted, len(accepted))
+	for _, a := range accepted {
+		byLease[Lease{ID: a.ID, Token: a.Token}] = a
+	}
+	used := make(map[Lease]bool, len(outcomes))
+	for i, o := range outcomes {
+		k := o.key()
+		if used[k] {
+			continue
+		}
+		used[k] = true
+		a, ok := byLease[k]
+		if !results[i].Lost || !ok || a.Status != o.Status || (o.Owner != "" && o.Owner != a.Owner) {
+			continue
+		}
+		results[i] = FinishResult{Repeat: true, State: a.State}
+	}
 }
 
 // DecideRescue decides what becomes of held jobs whose leases expired

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/jobd/jobd/job"
 )
@@ -61,3 +62,15 @@ func Refused(err error) bool {
 	var invalid *job.ValidationError
 	return errors.Is(err, ErrRefused) || errors.As(err, &invalid)
 }
+
+// ItemError is the error of one item of a batch call (JobInsertMany's
+// params): Index is its position in the batch, Err what refused it.
+type ItemError struct {
+	Index int
+	Err   error
+}
+
+func (e *ItemError) Error() string { return fmt.Sprintf("job %d: %v", e.Index, e.Err) }
+
+// Unwrap returns Err.
+func (e *ItemError) Unwrap() error { return e.Err }

@@ -164,12 +164,21 @@ type JobStore interface {
 	// reports whether cancel was requested.
 	JobSetProgress(ctx context.Context, lease Lease, progress job.Progress) (cancelRequested bool, err error)
 	// JobSetCheckpoint stores the checkpoint (kept across retries) and
-	// extends the lease, fenced like JobSetProgress.
-	JobSetCheckpoint(ctx context.Context, lease Lease, checkpoint json.RawMessage) error
+	// extends the lease, fenced like JobSetProgress. It reports whether
+	// cancel was requested.
+	JobSetCheckpoint(ctx context.Context, lease Lease, checkpoint json.RawMessage) (cancelRequested bool, err error)
 	// JobFinish applies the lease holders' outcomes (job.Finish), each
 	// fenced by its lease (see Lease), in one transaction. Results are in the order of
 	// outcomes; an outcome whose lease is not held, or whose lease an
-	// earlier outcome of the batch used, changes nothing and reports Lost.
+	// earlier outcome of the batch used, changes nothing and reports Lost,
+	// unless it repeats the outcome the job's row remembers (Repeat): each
+	// job remembers the lease token of the last attempt whose outcome a
+	// call applied, that outcome's status and the lease owner that held
+	// it, so that an outcome sent again (its holder never got the answer)
+	// of the same status, with that token (and that owner when it names
+	// one), reports Repeat with the job's current state and changes
+	// nothing, even after the job was claimed again; of another status,
+	// or of an earlier attempt, Lost.
 	// A cancel request wins: a job whose cancel was requested and whose
 	// holder reports a failure (retryable or not) or a release ends
 	// canceled (journal "canceled"), never queued again; a success still
@@ -336,7 +345,10 @@ type KeyStore interface {
 	// KeyList returns every API key record, oldest first.
 	KeyList(ctx context.Context) ([]APIKey, error)
 	// KeyByPrefix returns the key whose public prefix is prefix, or
-	// job.ErrNotFound. Revoked keys are not found.
+	// job.ErrNotFound. Revoked keys are not found. A worker's key comes
+	// with its worker (APIKey.Worker, without RunningJobs), read in the
+	// same statement, so that a request authenticated by it costs one
+	// read.
 	KeyByPrefix(ctx context.Context, prefix string) (*APIKey, error)
 	// KeyRevoke deletes a key; job.ErrNotFound when there is none.
 	KeyRevoke(ctx context.Context, id string) error
@@ -577,6 +589,12 @@ type Outcome struct {
 	// queue's flow.Limits.ThrottleBy says so, in the transaction that
 	// requeues the job.
 	Throttle time.Duration
+	// Backoff, when not nil, times the next attempt of a retryable
+	// failure without a throttle instead of RetryDelay: Backoff(queue,
+	// attempt) of the job's queue and the attempt that failed (1 for the
+	// first), as JobFinish reads them with the lease, so that its caller
+	// need not read the job to know its queue's backoff.
+	Backoff func(queue string, attempt int) time.Duration
 }
 
 // Report is the outcome without its lease, as job.Finish reads it.
@@ -589,6 +607,10 @@ func (o Outcome) Report() job.Outcome {
 type FinishResult struct {
 	// Lost: the lease was not held; nothing changed.
 	Lost bool
+	// Repeat: the lease was not held, but the outcome repeats the one the
+	// job's row remembers as the last accepted (see JobFinish); nothing
+	// changed, and State is the job's current state.
+	Repeat bool
 	// State the job reached.
 	State job.State
 	// RunAt of the job when it was queued again.
@@ -720,6 +742,10 @@ type APIKey struct {
 	WorkerID string
 	// Queues are the queues the key is limited to; empty: every queue.
 	Queues job.QueuePatterns
+	// Worker is the worker WorkerID names, as KeyByPrefix read it with
+	// the key (RunningJobs not counted); nil for a key of no worker, or
+	// from the other calls.
+	Worker *Worker
 }
 
 // CheckThrottleBy checks the arguments of

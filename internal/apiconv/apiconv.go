@@ -22,6 +22,7 @@ func Job(j *job.Job) api.Job {
 		Attempt:         j.Attempt,
 		MaxAttempts:     j.MaxAttempts,
 		LeaseTTL:        api.Duration(j.LeaseTTL),
+		LeaseTTLSeconds: api.Seconds(j.LeaseTTL),
 		RunAt:           j.RunAt.UTC(),
 		LockKey:         j.LockKey,
 		PartitionKey:    j.PartitionKey,
@@ -31,7 +32,8 @@ func Job(j *job.Job) api.Job {
 		Progress:        Progress(j.Progress),
 		Checkpoint:      j.Checkpoint,
 		Result:          j.Result,
-		Error:           j.LastError,
+		Error:           errorOf(j),
+		LastError:       j.LastError,
 		CancelRequested: j.CancelRequested,
 		LeaseOwner:      j.LeaseOwner,
 		LeaseExpiresAt:  UTC(j.LeaseExpiresAt),
@@ -44,12 +46,22 @@ func Job(j *job.Job) api.Job {
 		Schedule:        j.Schedule,
 		ScheduledFor:    UTC(j.ScheduledFor),
 		Timeout:         durationOrNull(j.Timeout),
+		TimeoutSeconds:  api.SecondsOrNull(durationOrNull(j.Timeout)),
 		Deadline:        UTC(j.Deadline),
 		Rerun:           j.Rerun,
 		PreviousState:   api.State(j.PreviousState),
 		PreviousResult:  j.PreviousResult,
 		CallbackURL:     j.CallbackURL,
 	}
+}
+
+// errorOf is the job's error as the API shows it (api.Job.Error): its
+// last error, unless it succeeded.
+func errorOf(j *job.Job) string {
+	if j.State == job.StateSucceeded {
+		return ""
+	}
+	return j.LastError
 }
 
 // durationOrNull shows a duration, or null for none.

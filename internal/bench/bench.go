@@ -41,7 +41,7 @@ const ModeSteady = "steady"
 const ModeVacuum = "vacuum"
 
 // Named are the modes run only when asked for by name, not by "all".
-var Named = []string{ModeSteady, ModeVacuum, ModeProcess, ModeFlow, ModeNodes, ModeWorkflow}
+var Named = []string{ModeSteady, ModeVacuum, ModeProcess, ModeFlow, ModeNodes, ModeRemote, ModeWorkflow}
 
 // Config says what to measure.
 type Config struct {
@@ -75,11 +75,19 @@ type Config struct {
 	// Nodes are the node counts the nodes mode measures, in turn
 	// (default DefaultNodes); NodeConcurrency each node's worker pool
 	// (default DefaultNodeConcurrency); Runs how many times it measures
-	// each count (default 1), reporting the min, median and max. The
-	// workflow mode runs its two measures Runs times in turn too.
+	// each count (default 1), reporting the min, median and max (the
+	// remote mode's runs too). The workflow mode runs its two measures
+	// Runs times in turn too.
 	Nodes           []int
 	NodeConcurrency int
 	Runs            int
+	// Serve starts the whole server the remote mode's SDK workers call
+	// (jobd bench passes one that runs jobd.NewServer in its process).
+	Serve Server
+	// RemoteWorkers and RemoteSlots are the remote mode's SDK workers and
+	// each one's concurrency (defaults DefaultRemoteWorkers,
+	// DefaultRemoteSlots).
+	RemoteWorkers, RemoteSlots int
 }
 
 // Figure is one measured number.
@@ -152,6 +160,12 @@ func withDefaults(cfg Config) Config {
 	if cfg.Runs <= 0 {
 		cfg.Runs = 1
 	}
+	if cfg.RemoteWorkers <= 0 {
+		cfg.RemoteWorkers = DefaultRemoteWorkers
+	}
+	if cfg.RemoteSlots <= 0 {
+		cfg.RemoteSlots = DefaultRemoteSlots
+	}
 	return cfg
 }
 
@@ -183,6 +197,8 @@ func runMode(ctx context.Context, cfg Config, mode string, w io.Writer) ([]Figur
 		return nodesBench(ctx, cfg, w)
 	case ModeWorkflow:
 		return workflowBench(ctx, cfg, w)
+	case ModeRemote:
+		return remoteBench(ctx, cfg, w)
 	}
 	return nil, fmt.Errorf("unknown mode %q", mode)
 }

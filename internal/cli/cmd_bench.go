@@ -3,25 +3,30 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/jobd/jobd"
 	"github.com/jobd/jobd/flow"
 	"github.com/jobd/jobd/internal/bench"
 	"github.com/jobd/jobd/internal/buildinfo"
 	"github.com/jobd/jobd/internal/telemetry"
 	"github.com/jobd/jobd/observe"
+	"github.com/jobd/jobd/store"
 )
 
 var benchCommand = &Command{
 	Name:    "bench",
-	Usage:   "jobd bench [--database URL] [--mode all|" + strings.Join(append(slices.Clone(bench.Modes), bench.Named...), "|") + "] [--jobs N] [--duration D] [--partitions N] [--partition-limit N] [--global-limit N] [--hold D] [--nodes 1,2,4,8] [--node-concurrency N] [--runs N] [--json] [--metrics] [--tracing]",
+	Usage:   "jobd bench [--database URL] [--mode all|" + strings.Join(append(slices.Clone(bench.Modes), bench.Named...), "|") + "] [--jobs N] [--duration D] [--partitions N] [--partition-limit N] [--global-limit N] [--hold D] [--nodes 1,2,4,8] [--node-concurrency N] [--workers N] [--worker-concurrency N] [--runs N] [--json] [--metrics] [--tracing] [--cpuprofile FILE]",
 	Summary: "measure throughput, latency, backlog sensitivity and flow control's cost on a store",
 	Run:     runBench,
 }
@@ -42,11 +47,14 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	hold := fs.Duration("hold", 0, "flow mode: how long each job runs (0: a no-op); with no-op jobs one partition's seldom overlap")
 	nodes := fs.String("nodes", "1,2,4,8", "nodes mode: the counts of `jobd serve` nodes to measure, in turn")
 	nodeConc := fs.Int("node-concurrency", bench.DefaultNodeConcurrency, "nodes mode: each node's worker pool")
-	runs := fs.Int("runs", 1, "nodes and workflow modes: runs of each measure (the figures are their min, median and max)")
+	runs := fs.Int("runs", 1, "nodes, remote and workflow modes: runs of each (the figures are their min, median and max)")
+	remoteWorkers := fs.Int("workers", bench.DefaultRemoteWorkers, "remote mode: Go SDK workers, each with a worker key of its own")
+	remoteSlots := fs.Int("worker-concurrency", bench.DefaultRemoteSlots, "remote mode: each SDK worker's concurrency")
 	keep := fs.Bool("keep", false, "leave the bench queue's jobs in the database")
 	asJSON := fs.Bool("json", false, "print the figures as one JSON object")
 	withMetrics := fs.Bool("metrics", false, "record the engine's metrics (and refresh the queue health snapshot every 5s), as serve does")
 	withTracing := fs.Bool("tracing", false, "trace every execution (the OTEL_* exporter when configured, else spans batched and dropped)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (go tool pprof) to this file")
 	if err := parseFlags(fs, env, args); err != nil {
 		return err
 	}
@@ -59,6 +67,12 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	}
 	if *mode == bench.ModeNodes && !flagSet(fs, "jobs") {
 		*jobs = bench.DefaultNodeJobs
+	}
+	if *mode == bench.ModeRemote && !flagSet(fs, "jobs") {
+		*jobs = bench.DefaultRemoteJobs
+	}
+	if *remoteWorkers < 1 || *remoteSlots < 1 {
+		return usageError("--workers and --worker-concurrency must be at least 1")
 	}
 	jobdBin := ""
 	if *mode == bench.ModeNodes {
@@ -99,6 +113,17 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 		defer shutdownTracing(ctx, tp, logger)
 		tracer = telemetry.NewTracer(tp, nil)
 	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	var progress io.Writer = env.Stdout
 	if *asJSON {
 		progress = nil
@@ -109,6 +134,7 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 		Partitions: *partitions, PartitionLimit: *partitionLimit, GlobalLimit: *globalLimit, Hold: *hold,
 		Observer: observer, Tracer: tracer,
 		Jobd: jobdBin, Database: *database, Nodes: counts, NodeConcurrency: *nodeConc, Runs: *runs,
+		Serve: benchServer(logger), RemoteWorkers: *remoteWorkers, RemoteSlots: *remoteSlots,
 	}, progress)
 	if *asJSON {
 		out := make(map[string]float64, len(figs))
@@ -142,4 +168,26 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// benchServer is the remote mode's server: jobd.NewServer over the
+// bench's store, in this process, on a loopback port, with
+// authentication on (the admin secret the mode gives) and no pools of
+// its engine's own, as jobd serve runs it.
+func benchServer(logger *slog.Logger) bench.Server {
+	return func(ctx context.Context, st store.Store, secret string) (string, func() error, error) {
+		srv, err := jobd.NewServer(ctx, jobd.Config{Store: st, Listen: "127.0.0.1:0", AdminSecret: secret, Logger: logger})
+		if err != nil {
+			return "", nil, err
+		}
+		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan error, 1)
+		go func() { done <- srv.Run(rctx) }()
+		stop := func() error {
+			cancel()
+			err := <-done
+			return errors.Join(err, srv.Close())
+		}
+		return "http://" + srv.Addr(), stop, nil
+	}
 }

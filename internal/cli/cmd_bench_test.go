@@ -222,3 +222,35 @@ func TestBenchFlowFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchRemote: jobd bench --mode remote, in a tiny configuration,
+// works its backlog in-process and with Go SDK workers over HTTP, submits
+// batches, and reports each figure's min, median and max (no figure is
+// held to a threshold: timings depend on the machine).
+func TestBenchRemote(t *testing.T) {
+	eachBenchDatabase(t, func(t *testing.T, database string, st store.Store) {
+		var stdout, stderr bytes.Buffer
+		env := &Env{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }}
+		args := []string{"bench", "--database", database, "--mode", "remote", "--json", "--jobs", "60",
+			"--concurrency", "8", "--workers", "2", "--worker-concurrency", "4", "--runs", "2"}
+		if code := Main(t.Context(), args, env); code != 0 {
+			t.Fatalf("jobd %s: exit %d; stderr %q", strings.Join(args, " "), code, stderr.String())
+		}
+		var figs map[string]float64
+		if err := json.Unmarshal(stdout.Bytes(), &figs); err != nil {
+			t.Fatalf("--json printed %q: %v", stdout.String(), err)
+		}
+		for _, name := range []string{"inprocess.jobs_per_s", "sdk.jobs_per_s", "batch_submit.jobs_per_s", "batch_submit_one_caller.jobs_per_s", "claim_to_start.p50_ms", "claim_to_start.p99_ms"} {
+			for _, stat := range []string{"min", "median", "max"} {
+				v, ok := figs["remote."+name+"."+stat]
+				if !ok || v < 0 || (strings.HasSuffix(name, "jobs_per_s") && v == 0) {
+					t.Errorf("remote.%s.%s = %v (reported %v)", name, stat, v, ok)
+				}
+			}
+		}
+		res, err := st.JobList(t.Context(), store.ListParams{Queue: bench.Queue})
+		if err != nil || res.Total != 0 {
+			t.Fatalf("%d jobs left in the bench queue (%v)", res.Total, err)
+		}
+	})
+}

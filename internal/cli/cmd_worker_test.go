@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -22,6 +23,7 @@ import (
 	"github.com/jobd/jobd/client"
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/internal/httpapi"
+	"github.com/jobd/jobd/internal/remote"
 	"github.com/jobd/jobd/internal/testsignal"
 	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
 	"github.com/jobd/jobd/internal/testutil/storewatch"
@@ -38,6 +40,15 @@ const preferWindow = 2 * time.Second
 // hourlyQueue is the queue whose backoff, on the test servers, is an
 // hour; every other queue retries at once.
 const hourlyQueue = "hourly"
+
+// testPolicy is the engine's policy with the test servers' backoff
+// (retryDelay).
+type testPolicy struct{ *engine.Engine }
+
+// RetryDelay is retryDelay.
+func (testPolicy) RetryDelay(queue string, attempt int) time.Duration {
+	return retryDelay(queue, attempt)
+}
 
 // retryDelay is the test servers' backoff of the queues (see hourlyQueue).
 func retryDelay(queue string, _ int) time.Duration {
@@ -57,6 +68,17 @@ type workerServer struct {
 }
 
 func eachWorkerServer(t *testing.T, fn func(t *testing.T, s *workerServer)) {
+	eachProxiedWorkerServer(t, nil, func(t *testing.T, s *workerServer, _ proxy) { fn(t, s) })
+}
+
+// proxy stands between a test's worker server and its callers.
+type proxy interface {
+	wrap(h http.Handler) http.Handler
+}
+
+// eachProxiedWorkerServer is eachWorkerServer whose API each server
+// serves through a proxy of its own, newProxy's (none when nil).
+func eachProxiedWorkerServer(t *testing.T, newProxy func() proxy, fn func(t *testing.T, s *workerServer, p proxy)) {
 	for _, d := range []string{"sqlite", "postgres"} {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
@@ -83,12 +105,19 @@ func eachWorkerServer(t *testing.T, fn func(t *testing.T, s *workerServer)) {
 			ectx, stop := context.WithCancel(ctx)
 			done := make(chan struct{})
 			go func() { defer close(done); _ = eng.Run(ectx) }()
-			h, err := httpapi.New(httpapi.Config{
-				Store: st, AdminSecret: "admin-secret", Wakeups: eng.Subscribe,
-				PreferWindow: preferWindow, RetryDelay: retryDelay,
-			})
+			workers, err := remote.New(remote.Config{Store: st, Policy: testPolicy{eng}, PreferWindow: preferWindow,
+				Logger: slog.New(slog.DiscardHandler)})
 			if err != nil {
 				t.Fatal(err)
+			}
+			h, err := httpapi.New(httpapi.Config{Store: st, AdminSecret: "admin-secret", Remote: workers})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var p proxy
+			if newProxy != nil {
+				p = newProxy()
+				h = p.wrap(h)
 			}
 			srv := httptest.NewServer(h)
 			t.Cleanup(func() { srv.Close(); stop(); <-done })
@@ -96,7 +125,7 @@ func eachWorkerServer(t *testing.T, fn func(t *testing.T, s *workerServer)) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fn(t, &workerServer{url: srv.URL, store: st, admin: admin})
+			fn(t, &workerServer{url: srv.URL, store: st, admin: admin}, p)
 		})
 	}
 }

@@ -30,7 +30,7 @@ var badBodies = []struct {
 	{`{"kind":"k","run_at":"2025-01-02"}`, 400, "run_at"},
 	{`{"kind":"k","run_at":1735689600}`, 400, "run_at"},
 	{`{"kind":"k","lease_ttl":"forever"}`, 400, "lease_ttl"},
-	{`{"kind":"k","lease_ttl":60}`, 400, "lease_ttl"},
+	{`{"kind":"k","lease_ttl":"60"}`, 400, "lease_ttl"},
 	{`{"kind":"k","unique":true}`, 400, "unique"},
 	{`{}`, 422, "kind"},
 	{`{"kind":""}`, 422, "kind"},

@@ -35,7 +35,8 @@ func toAPIQueue(q store.QueueInfo) api.Queue {
 func toAPILimits(l flow.Limits) api.QueueLimits {
 	out := api.QueueLimits{GlobalLimit: l.GlobalLimit, PartitionLimit: l.PartitionLimit, ThrottleBy: l.ThrottleBy}
 	if r := l.Rate; r != nil {
-		out.Rate = &api.QueueRate{Limit: r.Limit, Period: api.Duration(r.Period), By: r.By, Burst: r.Burst}
+		secs := api.Seconds(r.Period)
+		out.Rate = &api.QueueRate{Limit: r.Limit, Period: api.Duration(r.Period), PeriodSeconds: &secs, By: r.By, Burst: r.Burst}
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/internal/problem"
@@ -44,12 +45,14 @@ func (s *server) status(w http.ResponseWriter, r *http.Request) error {
 			counts[api.State(st)] += n
 		}
 	}
-	now := s.clock.Now()
+	up := s.clock.Now().Sub(s.started).Truncate(time.Second)
 	return writeJSON(w, http.StatusOK, api.Status{
 		Status:    "ok",
 		Version:   s.cfg.Version,
 		StartedAt: s.started.UTC(),
-		Uptime:    api.Duration(now.Sub(s.started).Truncate(1e9)),
+		Uptime:    api.Duration(up),
 		Jobs:      counts,
+
+		UptimeSeconds: api.Seconds(up),
 	})
 }

@@ -89,6 +89,10 @@ func (s *testServer) do(method, path, body string, hdr ...string) *response {
 	}
 	for _, h := range hdr {
 		k, v, _ := strings.Cut(h, ": ")
+		if strings.EqualFold(k, "Host") {
+			req.Host = v
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)

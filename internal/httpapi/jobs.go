@@ -20,8 +20,8 @@ import (
 )
 
 // submitBody mirrors api.SubmitRequest member for member (a test holds
-// them equal) but takes times and durations as strings, so that a bad
-// value is answered naming its field.
+// them equal) but takes times as strings, so that a bad value is
+// answered naming its field (api.Duration's errors name theirs).
 type submitBody struct {
 	Queue          string          `json:"queue"`
 	Kind           string          `json:"kind"`
@@ -29,14 +29,14 @@ type submitBody struct {
 	Priority       *int            `json:"priority"`
 	RunAt          *string         `json:"run_at"`
 	MaxAttempts    *int            `json:"max_attempts"`
-	LeaseTTL       *string         `json:"lease_ttl"`
+	LeaseTTL       *api.Duration   `json:"lease_ttl"`
 	LockKey        string          `json:"lock_key"`
 	PartitionKey   string          `json:"partition_key"`
 	IdempotencyKey string          `json:"idempotency_key"`
 	Unique         string          `json:"unique"`
 	Requires       []string        `json:"requires"`
 	Prefers        []string        `json:"prefers"`
-	Timeout        *string         `json:"timeout"`
+	Timeout        *api.Duration   `json:"timeout"`
 	CallbackURL    string          `json:"callback_url"`
 }
 
@@ -63,32 +63,19 @@ func (b *submitBody) params() (job.InsertParams, error) {
 		p.RunAt = t
 	}
 	if b.LeaseTTL != nil {
-		d, err := time.ParseDuration(*b.LeaseTTL)
-		if err != nil {
-			return p, badRequest("lease_ttl", "lease_ttl must be a Go duration such as \"90s\": %v", err)
+		// Sent, it is meant: 0 is not "the default".
+		if d := time.Duration(*b.LeaseTTL); d < time.Second {
+			return p, job.Invalid("lease_ttl", "must be at least 1s, got %s", d)
 		}
-		p.LeaseTTL = d
+		p.LeaseTTL = time.Duration(*b.LeaseTTL)
 	}
 	if b.Timeout != nil {
-		d, err := parseDuration("timeout", *b.Timeout)
-		if err != nil {
-			return p, err
-		}
-		if d <= 0 {
+		if d := time.Duration(*b.Timeout); d < time.Second {
 			return p, job.Invalid("timeout", "must be at least 1s, got %s", d)
 		}
-		p.Timeout = d
+		p.Timeout = time.Duration(*b.Timeout)
 	}
 	return p, nil
-}
-
-// parseDuration reads a Go duration of field.
-func parseDuration(field, v string) (time.Duration, error) {
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return 0, badRequest(field, "%s must be a Go duration such as \"90s\": %v", field, err)
-	}
-	return d, nil
 }
 
 // parseTime reads an RFC 3339 time of field.
@@ -210,7 +197,8 @@ func (s *server) create(w http.ResponseWriter, r *http.Request, body submission,
 }
 
 // getJob: GET /api/v1/jobs/{id}[?wait=30s]. With wait, the answer is held
-// until the job is final or the wait ends (at most MaxWait).
+// until the job is final or the wait ends (at most MaxWait: a longer
+// one is a 422 naming wait).
 func (s *server) getJob(w http.ResponseWriter, r *http.Request) error {
 	if err := checkQuery(r, "wait"); err != nil {
 		return err
@@ -259,17 +247,10 @@ func (s *server) waitFinal(r *http.Request, id uuid.UUID, wait time.Duration) (*
 	}
 }
 
-// waitParam reads ?wait= (a Go duration, capped at MaxWait).
+// waitParam reads ?wait= (seconds or a Go duration, 0s to MaxWait).
 func waitParam(r *http.Request) (time.Duration, error) {
-	v := r.URL.Query().Get("wait")
-	if v == "" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return 0, badRequest("wait", "wait must be a non-negative Go duration such as 30s, got %q", v)
-	}
-	return min(d, MaxWait), nil
+	d, _, err := durationParam(r, "wait", MaxWait)
+	return d, err
 }
 
 // cancel: POST /api/v1/jobs/{id}/cancel, scope cancel (or admin); a

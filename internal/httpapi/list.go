@@ -145,10 +145,13 @@ func listParams(q url.Values) (store.ListParams, error) {
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
+		if err != nil {
 			return p, badRequest("limit", "limit must be an integer from 0 to %d, got %q", maxLimit, v)
 		}
-		p.Limit = min(n, maxLimit)
+		if n < 0 || n > maxLimit {
+			return p, job.Invalid("limit", "must be between 0 and %d, got %d", maxLimit, n)
+		}
+		p.Limit = n
 	}
 	if v := q.Get("cursor"); v != "" {
 		c, err := decodeCursor(p.UpdatedSince != nil, v)

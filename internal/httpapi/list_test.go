@@ -87,9 +87,12 @@ func TestList(t *testing.T) {
 			}
 		}
 
-		// A limit over the maximum is capped.
-		if n, _ := count("limit=1000"); n != 7 {
-			t.Errorf("limit=1000 gave %d jobs", n)
+		// A limit out of range is refused naming it, never capped.
+		for _, q := range []string{"limit=201", "limit=1000", "limit=-1"} {
+			s.do("GET", "/api/v1/jobs?"+q, "").problem(t, 422, "limit")
+		}
+		if n, _ := count("limit=200"); n != 7 {
+			t.Errorf("limit=200 gave %d jobs", n)
 		}
 	})
 }
@@ -106,7 +109,6 @@ func TestListBadQuery(t *testing.T) {
 			"state=pending":              "state",
 			"state=queued&state=PENDING": "state",
 			"status=queued":              "status",
-			"limit=-1":                   "limit",
 			"limit=ten":                  "limit",
 			"limit=1&limit=2":            "limit",
 			"cursor=%%%":                 "",

@@ -110,6 +110,16 @@ func TestBodiesMirrorWireTypes(t *testing.T) {
 	for _, c := range []struct{ server, wire any }{
 		{submitBody{}, api.SubmitRequest{}},
 		{triggerBody{}, api.TriggerRequest{}},
+		{heartbeatBody{}, api.HeartbeatRequest{}},
+		{leaseBody{}, api.Lease{}},
+		{progressBody{}, api.ProgressRequest{}},
+		{checkpointBody{}, api.CheckpointRequest{}},
+		{completeBody{}, api.CompleteRequest{}},
+		{failBody{}, api.FailRequest{}},
+		{releaseBody{}, api.ReleaseRequest{}},
+		{outcomesBody{}, api.OutcomesRequest{}},
+		{outcomeBody{}, api.OutcomeItem{}},
+		{batchBody{}, api.SubmitBatchRequest{}},
 	} {
 		got, want := jsonNames(c.server), jsonNames(c.wire)
 		if !reflect.DeepEqual(got, want) {
@@ -171,8 +181,9 @@ func TestOpenAPIProblemKinds(t *testing.T) {
 	}
 }
 
-// TestOpenAPIProcessSchemas: the process schemas have exactly the members
-// of the api wire types the server encodes.
+// TestOpenAPIProcessSchemas: the process schemas, and those of the worker
+// protocol and the batch submit, have exactly the members of the api
+// wire types the server encodes.
 func TestOpenAPIProcessSchemas(t *testing.T) {
 	var doc struct {
 		Components struct {
@@ -187,6 +198,17 @@ func TestOpenAPIProcessSchemas(t *testing.T) {
 	for name, wire := range map[string]any{
 		"ProcessTaskRequest": api.ProcessTaskRequest{}, "Process": api.Process{},
 		"ProcessList": api.ProcessList{}, "ProcessTaskAnswer": api.ProcessTaskAnswer{},
+		// The worker protocol's and the batch submit's.
+		"ClaimRequest": api.ClaimRequest{}, "HeartbeatRequest": api.HeartbeatRequest{},
+		"HeartbeatResponse": api.HeartbeatResponse{}, "ProgressRequest": api.ProgressRequest{},
+		"ProgressResponse": api.ProgressResponse{}, "CheckpointRequest": api.CheckpointRequest{},
+		"CheckpointResponse": api.CheckpointResponse{}, "CompleteRequest": api.CompleteRequest{},
+		"FailRequest": api.FailRequest{}, "ReleaseRequest": api.ReleaseRequest{},
+		"FinishResponse": api.FinishResponse{}, "OutcomesRequest": api.OutcomesRequest{},
+		"OutcomeItem": api.OutcomeItem{}, "OutcomesResponse": api.OutcomesResponse{},
+		"OutcomeAnswer": api.OutcomeAnswer{}, "SubmitBatchRequest": api.SubmitBatchRequest{},
+		"SubmitBatchResponse": api.SubmitBatchResponse{}, "SubmitBatchItem": api.SubmitBatchItem{},
+		"Status": api.Status{},
 	} {
 		var got []string
 		for p := range doc.Components.Schemas[name].Properties {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/internal/problem"
 	"github.com/jobd/jobd/job"
@@ -66,27 +68,9 @@ var errSlowBody = badRequest("", "the request body did not arrive within the ser
 // problems naming the member that holds unstorable text, and, on an open
 // server, 415 for a body not declared JSON (checkMediaType).
 func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any) error {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	body, err := s.readBody(w, r)
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return problem.Errorf(api.ProblemTooLarge, "", "the request body is over the limit of %d bytes", tooLarge.Limit)
-		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return errSlowBody // before the context, which net/http cancels with it
-		}
-		if r.Context().Err() != nil {
-			return r.Context().Err()
-		}
-		return badRequest("", "reading the request body: %v", err)
-	}
-	if len(body) > 0 {
-		if err := s.checkMediaType(r); err != nil {
-			return err
-		}
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return badRequest("", "the request body is empty; a JSON object is expected")
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -97,6 +81,35 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any) err
 		return badRequest("", "the request body holds more than one JSON value")
 	}
 	return checkMembers(body)
+}
+
+// readBody reads r's body, as decodeBody does before it decodes it: no
+// more than the configured limit (413), declared JSON on an open server
+// (415), not empty (400).
+func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, problem.Errorf(api.ProblemTooLarge, "", "the request body is over the limit of %d bytes", tooLarge.Limit)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, errSlowBody // before the context, which net/http cancels with it
+		}
+		if r.Context().Err() != nil {
+			return nil, r.Context().Err()
+		}
+		return nil, badRequest("", "reading the request body: %v", err)
+	}
+	if len(body) > 0 {
+		if err := s.checkMediaType(r); err != nil {
+			return nil, err
+		}
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, badRequest("", "the request body is empty; a JSON object is expected")
+	}
+	return body, nil
 }
 
 // checkMembers refuses, naming the member, a body one of whose top-level
@@ -139,7 +152,10 @@ func decodeProblem(err error) *problem.Error {
 			return badRequest("", "the body must be a JSON object, not %s", typ.Value)
 		}
 		if typ.Type == reflect.TypeFor[time.Duration]() {
-			return badRequest(typ.Field, "%s must be a Go duration such as \"90s\", got %s", typ.Field, typ.Value)
+			return badRequest(typ.Field, "%s must be a number of seconds or a Go duration such as \"90s\", got %s", typ.Field, typ.Value)
+		}
+		if typ.Type == reflect.TypeFor[uuid.UUID]() {
+			return badRequest(typ.Field, "%s must be a UUID, got %s", typ.Field, typ.Value)
 		}
 		return badRequest(typ.Field, "%s has the wrong type: got %s, want %s", typ.Field, typ.Value, typ.Type)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):

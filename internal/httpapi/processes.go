@@ -100,13 +100,12 @@ func (s *server) runTask(w http.ResponseWriter, r *http.Request, task process.Ta
 	if err := checkQuery(r, "timeout"); err != nil {
 		return err
 	}
-	wait := DefaultProcessWait
-	if v := r.URL.Query().Get("timeout"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			return badRequest("timeout", "timeout must be a non-negative Go duration such as 30s, got %q", v)
-		}
-		wait = min(d, MaxProcessWait)
+	wait, given, err := durationParam(r, "timeout", MaxProcessWait)
+	if err != nil {
+		return err
+	}
+	if !given {
+		wait = DefaultProcessWait
 	}
 	runner, err := s.processes(r)
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/internal/problem"
 	"github.com/jobd/jobd/job"
-	"github.com/jobd/jobd/store"
 )
 
 // queueRoutes are the routes whose work is the jobs of one queue: the
@@ -22,6 +21,7 @@ import (
 // "x-jobd-queue-scoped": true.
 var queueRoutes = map[string]bool{
 	"POST /api/v1/jobs":             true,
+	"POST /api/v1/jobs/batch":       true,
 	"GET /api/v1/jobs":              true,
 	"GET /api/v1/jobs/{id}":         true,
 	"POST /api/v1/jobs/{id}/cancel": true,
@@ -69,21 +69,6 @@ func checkSubmitQueue(r *http.Request, queue string) error {
 		return nil
 	}
 	return problem.Errorf(api.ProblemForbidden, "queue", "this API key may submit only to the queues %s, not %q", strings.Join(p.Queues, ", "), queue)
-}
-
-// checkClaimQueues refuses a claim naming a queue of jobd's own, which no
-// worker claims from, or one outside the worker's queues: 403 naming
-// queues, before anything is claimed or written.
-func checkClaimQueues(wk *store.Worker, queues []string) error {
-	for _, q := range queues {
-		if job.ReservedQueue(q) {
-			return problem.Errorf(api.ProblemForbidden, "queues", "queue %q is one of jobd's own: no remote worker claims from it", q)
-		}
-		if !wk.Queues.Allows(q) {
-			return problem.Errorf(api.ProblemForbidden, "queues", "worker %s may claim only from the queues %s, not %q", wk.ID, strings.Join(wk.Queues, ", "), q)
-		}
-	}
-	return nil
 }
 
 // keyQueues checks the queues of a key request: none, or patterns

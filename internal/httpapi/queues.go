@@ -3,7 +3,6 @@ package httpapi
 import (
 	"net/http"
 	"sort"
-	"time"
 	"unicode/utf8"
 
 	"github.com/jobd/jobd/api"
@@ -102,8 +101,7 @@ func (s *server) putQueue(w http.ResponseWriter, r *http.Request) error {
 	return s.writeQueue(w, r, store.QueueSettings{Name: name, Limits: limits})
 }
 
-// limitsBody is the body of PUT /api/v1/queues/{name} (api.QueueLimits),
-// read with the period as a string so that a bad one is named.
+// limitsBody is the body of PUT /api/v1/queues/{name} (api.QueueLimits).
 type limitsBody struct {
 	GlobalLimit    int       `json:"global_limit"`
 	PartitionLimit int       `json:"partition_limit"`
@@ -112,10 +110,11 @@ type limitsBody struct {
 }
 
 type rateBody struct {
-	Limit  int     `json:"limit"`
-	Period *string `json:"period"`
-	By     string  `json:"by"`
-	Burst  int     `json:"burst"`
+	Limit         int           `json:"limit"`
+	Period        *api.Duration `json:"period"`
+	PeriodSeconds *float64      `json:"period_seconds"`
+	By            string        `json:"by"`
+	Burst         int           `json:"burst"`
 }
 
 // limits checks b: a *job.ValidationError (422) names its first bad
@@ -123,14 +122,14 @@ type rateBody struct {
 func (b limitsBody) limits() (flow.Limits, error) {
 	l := flow.Limits{GlobalLimit: b.GlobalLimit, PartitionLimit: b.PartitionLimit, ThrottleBy: b.ThrottleBy}
 	if b.Rate != nil {
-		if b.Rate.Period == nil {
-			return flow.Limits{}, job.Invalid("rate.period", "is required: a Go duration such as \"1m\"")
-		}
-		d, err := time.ParseDuration(*b.Rate.Period)
+		d, err := durationMember("rate.period", b.Rate.Period, b.Rate.PeriodSeconds)
 		if err != nil {
-			return flow.Limits{}, badRequest("rate.period", "rate.period must be a Go duration such as \"1m\": %v", err)
+			return flow.Limits{}, err
 		}
-		l.Rate = &flow.Rate{Limit: b.Rate.Limit, Period: d, By: b.Rate.By, Burst: b.Rate.Burst}
+		if d == nil {
+			return flow.Limits{}, job.Invalid("rate.period", "is required: a number of seconds or a Go duration such as \"1m\"")
+		}
+		l.Rate = &flow.Rate{Limit: b.Rate.Limit, Period: *d, By: b.Rate.By, Burst: b.Rate.Burst}
 	}
 	if err := l.Check(); err != nil {
 		return flow.Limits{}, err

@@ -14,6 +14,7 @@ import (
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/internal/httpapi"
+	"github.com/jobd/jobd/internal/remote"
 	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
@@ -41,7 +42,7 @@ var badLimits = []struct {
 	{`{"rate":{"limit":0,"period":"1s"}}`, 422, "rate.limit"},
 	{`{"rate":{"limit":5}}`, 422, "rate.period"},
 	{`{"rate":{"limit":5,"period":"soon"}}`, 400, "rate.period"},
-	{`{"rate":{"limit":5,"period":60}}`, 400, "rate.period"},
+	{`{"rate":{"limit":5,"period":"60"}}`, 400, "rate.period"},
 	{`{"rate":{"limit":5,"period":"0s"}}`, 422, "rate.period"},
 	{`{"rate":{"limit":5,"period":"200h"}}`, 422, "rate.period"},
 	{`{"rate":{"limit":5,"period":"1s","by":"tenant"}}`, 422, "rate.by"},
@@ -63,8 +64,9 @@ func TestQueueLimits(t *testing.T) {
 		var q api.Queue
 		s.do("PUT", "/api/v1/queues/api", `{"global_limit":5,"partition_limit":2,
 			"rate":{"limit":100,"period":"1m","by":"partition_key","burst":10},"throttle_by":"partition_key"}`).must(t, 200, &q)
+		sixty := 60.0
 		want := api.QueueLimits{GlobalLimit: 5, PartitionLimit: 2, ThrottleBy: "partition_key",
-			Rate: &api.QueueRate{Limit: 100, Period: api.Duration(time.Minute), By: "partition_key", Burst: 10}}
+			Rate: &api.QueueRate{Limit: 100, Period: api.Duration(time.Minute), PeriodSeconds: &sixty, By: "partition_key", Burst: 10}}
 		if q.Name != "api" || q.Counts[api.StateQueued] != 1 || !sameLimits(q.QueueLimits, want) ||
 			q.ThrottledUntil != nil || q.ThrottledPartitions == nil || len(q.ThrottledPartitions) != 0 {
 			t.Errorf("PUT answered %+v", q)
@@ -75,7 +77,7 @@ func TestQueueLimits(t *testing.T) {
 		// The wire names, exactly; unset members omitted.
 		r := s.do("PUT", "/api/v1/queues/fresh", `{"rate":{"limit":20,"period":"1s"}}`)
 		r.must(t, 200, nil)
-		for _, part := range []string{`"name":"fresh"`, `"rate":{"limit":20,"period":"1s"}`, `"throttled_until":null`, `"throttled_partitions":[]`} {
+		for _, part := range []string{`"name":"fresh"`, `"rate":{"limit":20,"period":"1s","period_seconds":1}`, `"throttled_until":null`, `"throttled_partitions":[]`} {
 			if !strings.Contains(string(r.body), part) {
 				t.Errorf("PUT of a new queue answered %s, without %s", r.body, part)
 			}
@@ -157,7 +159,8 @@ func TestQueueLimitsSurviveRestart(t *testing.T) {
 			first.Close()
 
 			s := newServer(t, reopen(t, driver, dsn), httpapi.Config{})
-			want := api.QueueLimits{GlobalLimit: 3, Rate: &api.QueueRate{Limit: 20, Period: api.Duration(time.Second)}}
+			one := 1.0
+			want := api.QueueLimits{GlobalLimit: 3, Rate: &api.QueueRate{Limit: 20, Period: api.Duration(time.Second), PeriodSeconds: &one}}
 			if got := listed(t, s, "api"); !sameLimits(got.QueueLimits, want) {
 				t.Errorf("after the restart: %+v, want %+v", got.QueueLimits, want)
 			}
@@ -186,8 +189,11 @@ func TestLongPollPacedOnLimitedQueue(t *testing.T) {
 				t.Errorf("engine: %v", err)
 			}
 		})
-		s := newServer(t, counted, httpapi.Config{AdminSecret: adminSecret,
-			Wakeups: eng.Subscribe, ClaimPace: eng.ClaimPace})
+		workers, err := remote.New(remote.Config{Store: counted, Policy: eng, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newServer(t, counted, httpapi.Config{AdminSecret: adminSecret, Remote: workers})
 		w := s.registerWorker(t, "w1")
 		s.do("PUT", "/api/v1/queues/narrow", `{"global_limit":1}`).must(t, 200, nil)
 		s.submit(t, `{"kind":"k","queue":"narrow"}`, 201)
@@ -196,7 +202,7 @@ func TestLongPollPacedOnLimitedQueue(t *testing.T) {
 
 		answer := make(chan *response, 1)
 		go func() {
-			answer <- w.do("POST", "/api/v1/worker/claim", fmt.Sprintf(`{"queues":["narrow"],"wait":%q}`, httpapi.MaxClaimWait))
+			answer <- w.do("POST", "/api/v1/worker/claim", fmt.Sprintf(`{"queues":["narrow"],"wait":%q}`, remote.MaxClaimWait))
 		}()
 		// The long-poll claims again and again while the limit is full: it
 		// is paced. (Unpaced, it would claim now, on the few wake-ups of

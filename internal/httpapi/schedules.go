@@ -15,8 +15,7 @@ import (
 )
 
 // scheduleBody mirrors api.ScheduleRequest member for member (a test
-// holds them equal), its job's durations as strings, so that a bad value
-// is answered naming its field.
+// holds them equal).
 type scheduleBody struct {
 	Cron         string          `json:"cron"`
 	Timezone     string          `json:"timezone"`
@@ -28,17 +27,19 @@ type scheduleBody struct {
 
 // scheduleJobBody mirrors api.ScheduleJob.
 type scheduleJobBody struct {
-	Queue        string          `json:"queue"`
-	Kind         string          `json:"kind"`
-	Args         json.RawMessage `json:"args"`
-	Priority     *int            `json:"priority"`
-	MaxAttempts  int             `json:"max_attempts"`
-	LeaseTTL     *string         `json:"lease_ttl"`
-	Timeout      *string         `json:"timeout"`
-	LockKey      string          `json:"lock_key"`
-	PartitionKey string          `json:"partition_key"`
-	Requires     []string        `json:"requires"`
-	Prefers      []string        `json:"prefers"`
+	Queue           string          `json:"queue"`
+	Kind            string          `json:"kind"`
+	Args            json.RawMessage `json:"args"`
+	Priority        *int            `json:"priority"`
+	MaxAttempts     int             `json:"max_attempts"`
+	LeaseTTL        *api.Duration   `json:"lease_ttl"`
+	Timeout         *api.Duration   `json:"timeout"`
+	LeaseTTLSeconds *float64        `json:"lease_ttl_seconds"`
+	TimeoutSeconds  *float64        `json:"timeout_seconds"`
+	LockKey         string          `json:"lock_key"`
+	PartitionKey    string          `json:"partition_key"`
+	Requires        []string        `json:"requires"`
+	Prefers         []string        `json:"prefers"`
 }
 
 // definition is the schedule the body describes under name.
@@ -49,18 +50,21 @@ func (b *scheduleBody) definition(name string) (schedule.Definition, error) {
 			MaxAttempts: b.Job.MaxAttempts, LockKey: b.Job.LockKey, PartitionKey: b.Job.PartitionKey,
 			Requires: b.Job.Requires, Prefers: b.Job.Prefers}}
 	for _, f := range []struct {
-		field string
-		v     *string
-		dst   *schedule.Duration
-	}{{"job.lease_ttl", b.Job.LeaseTTL, &d.Job.LeaseTTL}, {"job.timeout", b.Job.Timeout, &d.Job.Timeout}} {
-		if f.v == nil {
-			continue
-		}
-		v, err := parseDuration(f.field, *f.v)
+		field   string
+		v       *api.Duration
+		seconds *float64
+		dst     *schedule.Duration
+	}{
+		{"job.lease_ttl", b.Job.LeaseTTL, b.Job.LeaseTTLSeconds, &d.Job.LeaseTTL},
+		{"job.timeout", b.Job.Timeout, b.Job.TimeoutSeconds, &d.Job.Timeout},
+	} {
+		v, err := durationMember(f.field, f.v, f.seconds)
 		if err != nil {
 			return d, err
 		}
-		*f.dst = schedule.Duration(v)
+		if v != nil {
+			*f.dst = schedule.Duration(*v)
+		}
 	}
 	return d, nil
 }
@@ -228,7 +232,8 @@ func toAPISchedule(sc *store.Schedule) (api.Schedule, error) {
 		Job: api.ScheduleJob{Queue: d.Job.Queue, Kind: d.Job.Kind, Args: d.Job.Args, Priority: d.Job.Priority,
 			MaxAttempts: d.Job.MaxAttempts, LeaseTTL: api.Duration(time.Duration(d.Job.LeaseTTL)),
 			Timeout: api.Duration(time.Duration(d.Job.Timeout)), LockKey: d.Job.LockKey,
-			PartitionKey: d.Job.PartitionKey, Requires: d.Job.Requires, Prefers: d.Job.Prefers},
+			PartitionKey: d.Job.PartitionKey, Requires: d.Job.Requires, Prefers: d.Job.Prefers,
+			LeaseTTLSeconds: secondsIfSet(time.Duration(d.Job.LeaseTTL)), TimeoutSeconds: secondsIfSet(time.Duration(d.Job.Timeout))},
 	}
 	if sc.LastJobID != uuid.Nil {
 		id := sc.LastJobID

@@ -18,9 +18,9 @@ import (
 
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/internal/groupinsert"
 	"github.com/jobd/jobd/internal/problem"
+	"github.com/jobd/jobd/internal/remote"
 	"github.com/jobd/jobd/internal/webhook"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/process"
@@ -58,31 +58,13 @@ type Config struct {
 	// PollInterval is how often a long-poll or a stream re-reads its job;
 	// default 200ms.
 	PollInterval time.Duration
-	// Wakeups subscribes to "jobs may be available in queue" signals (""
-	// for any queue), for the long-polling worker claim; nil makes a claim
-	// with a wait re-try only when its wait ends. jobd serve passes the
-	// engine's Subscribe, which shares the engine's one Listen.
-	Wakeups func(fn func(queue string)) (unsubscribe func())
-	// PreferWindow is the remote workers' claims' prefer window (see
-	// store.ClaimParams); default 60s.
-	PreferWindow time.Duration
-	// RetryDelay is how long a job of queue waits before its next attempt
-	// after a remote worker failed its attempt-th attempt (1 for the
-	// first) as retryable without a retry_after of its own: the queue's
-	// backoff, as for a job that fails in the engine. jobd serve passes
-	// the engine's RetryDelay; nil uses engine.DefaultBackoff.
-	RetryDelay func(queue string, attempt int) time.Duration
-	// QueueTimeout is the default timeout of the jobs of queue that set
-	// none, applied at the remote workers' claims (store.ClaimParams
-	// DefaultTimeout), as the engine's pools apply theirs. jobd serve
-	// passes the engine's QueueTimeout; nil means none.
-	QueueTimeout func(queue string) time.Duration
-	// ClaimPace is how soon a long-polling claim of queue that found
-	// nothing claims again when the queue is limited or throttled (flow
-	// control): another node's job ending, or the rate's next start,
-	// wakes no one. 0 for a queue whose wake-ups suffice. jobd serve
-	// passes the engine's ClaimPace; nil paces no claim.
-	ClaimPace func(queue string) time.Duration
+	// Remote applies the rules of the remote workers' protocol under the
+	// engine's policy (their backoff, default timeouts, claim pacing and
+	// wake-ups); jobd serve passes one over the engine. Nil makes one over
+	// Store with the default policy (the default backoff, no timeout, no
+	// pacing, no wake-ups: a long-polling claim claims again each second),
+	// Clock, Logger and Observer's Jobs and Tracer.
+	Remote *remote.Service
 	// Async serves the async gateway's result routes (/api/v1/async/...)
 	// once this API has checked their scope; it sees the request as it
 	// came. Nil answers them 404.
@@ -124,15 +106,9 @@ func (c Config) withDefaults() Config {
 	if c.PollInterval == 0 {
 		c.PollInterval = DefaultPollInterval
 	}
-	if c.PreferWindow == 0 {
-		c.PreferWindow = DefaultPreferWindow
-	}
 	c.Observer = c.Observer.withDefaults()
 	if c.Streams == nil {
 		c.Streams, _ = NewStreams(StreamLimits{}) // the defaults are valid
-	}
-	if c.RetryDelay == nil {
-		c.RetryDelay = func(_ string, attempt int) time.Duration { return engine.DefaultBackoff.Delay(attempt, nil) }
 	}
 	return c
 }
@@ -160,8 +136,8 @@ type server struct {
 	started time.Time
 	auth    *authenticator
 	obs     Observer
-	// claims remembers the remote workers' claims until their outcomes.
-	claims claimNotes
+	// remote holds the rules of the remote workers' protocol.
+	remote *remote.Service
 	// schedules holds the rules of schedules.
 	schedules *schedule.Scheduler
 	// inserts commits concurrent single-job submissions together.
@@ -222,6 +198,15 @@ func newServer(cfg Config) (*server, error) {
 		streams:       cfg.Streams,
 		listPartBytes: listPartBytes, listBuffer: listBuffer,
 	}
+	s.remote = cfg.Remote
+	if s.remote == nil {
+		var err error
+		s.remote, err = remote.New(remote.Config{Store: cfg.Store, Policy: defaultPolicy{}, Clock: cfg.Clock,
+			Logger: cfg.Logger, Jobs: cfg.Observer.Jobs, Tracer: cfg.Observer.Tracer})
+		if err != nil {
+			return nil, err
+		}
+	}
 	s.schedules = cfg.Schedules
 	if s.schedules == nil {
 		var err error
@@ -254,6 +239,7 @@ func (s *server) routes() []route {
 		{"GET", "/metrics", s.metricsScope(), s.metrics},
 
 		{"POST", "/api/v1/jobs", scopeSubmit, s.submit},
+		{"POST", "/api/v1/jobs/batch", scopeSubmit, s.submitBatch},
 		{"GET", "/api/v1/jobs", scopeRead, s.list},
 		{"GET", "/api/v1/jobs/{id}", scopeRead, s.getJob},
 		{"POST", "/api/v1/jobs/{id}/cancel", scopeCancel, s.cancel},
@@ -291,6 +277,7 @@ func (s *server) routes() []route {
 		{"POST", "/api/v1/worker/jobs/{id}/complete", scopeWorker, s.workerComplete},
 		{"POST", "/api/v1/worker/jobs/{id}/fail", scopeWorker, s.workerFail},
 		{"POST", "/api/v1/worker/jobs/{id}/release", scopeWorker, s.workerRelease},
+		{"POST", "/api/v1/worker/outcomes", scopeWorker, s.workerOutcomes},
 
 		{"POST", "/api/v1/processes/{ns}/{id}", scopeSubmit, s.initProcess},
 		{"POST", "/api/v1/processes/{ns}/{id}/call", scopeSubmit, s.callProcess},

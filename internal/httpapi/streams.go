@@ -198,12 +198,6 @@ func (a *authenticator) stillHolds(ctx context.Context, p Principal, need scope)
 	if rec.WorkerID == "" {
 		return true, nil
 	}
-	w, err := a.store.WorkerGet(ctx, rec.WorkerID)
-	if errors.Is(err, job.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("look up worker: %w", err)
-	}
-	return !w.Disabled, nil
+	// The key's lookup read its worker too (store.APIKey.Worker).
+	return rec.Worker != nil && !rec.Worker.Disabled, nil
 }

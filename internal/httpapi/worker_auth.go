@@ -7,19 +7,11 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"time"
 
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/internal/problem"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
-)
-
-// Defaults of the remote-worker settings of Config.
-const (
-	DefaultPreferWindow = 60 * time.Second
-	// MaxClaimWait caps a claim's wait.
-	MaxClaimWait = 60 * time.Second
 )
 
 type workerKey struct{}
@@ -54,12 +46,10 @@ func (a *authenticator) workerOf(r *http.Request) (*http.Request, error) {
 	if rec.WorkerID == "" || !slices.Contains(rec.Scopes, string(scopeWorker)) {
 		return r, problem.Errorf(api.ProblemForbidden, "", "the worker routes need a worker's API key (POST /api/v1/workers)")
 	}
-	w, err := a.store.WorkerGet(r.Context(), rec.WorkerID)
-	if errors.Is(err, job.ErrNotFound) {
+	// The key's lookup read its worker too (store.APIKey.Worker).
+	w := rec.Worker
+	if w == nil {
 		return r, errUnauthorized // deleted with its keys a moment ago
-	}
-	if err != nil {
-		return r, fmt.Errorf("look up worker: %w", err)
 	}
 	if w.Disabled {
 		return r, problem.Errorf(api.ProblemForbidden, "", "worker %s is disabled", w.ID)

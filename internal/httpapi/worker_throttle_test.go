@@ -21,9 +21,10 @@ func TestMaxThrottleIsTheStores(t *testing.T) {
 
 // TestWorkerFailThrottle: fail's "throttle" requeues the job after it,
 // the attempt given back (even with retryable false and no attempt
-// left), with the journal entry "throttled"; a value that is not a
-// duration is a 400 naming throttle, one not above zero or over 24h a
-// 422 naming it, and a refused call writes nothing.
+// left), with the journal entry "throttled"; a value that is neither a
+// duration string nor a number of seconds is a 400 naming throttle, one
+// not above zero or over 24h a 422 naming it, and a refused call writes
+// nothing.
 func TestWorkerFailThrottle(t *testing.T) {
 	eachStore(t, func(t *testing.T, st store.Store) {
 		s := newServer(t, st, httpapi.Config{AdminSecret: adminSecret})
@@ -42,8 +43,9 @@ func TestWorkerFailThrottle(t *testing.T) {
 			throttle string
 			status   int
 		}{
-			{`"3x"`, 400}, {`""`, 400}, {`30`, 400}, {`{}`, 400},
+			{`"3x"`, 400}, {`""`, 400}, {`"30"`, 400}, {`{}`, 400}, {`1e300`, 400},
 			{`"0s"`, 422}, {`"-1s"`, 422}, {`"24h0m0.001s"`, 422}, {`"999999h"`, 422},
+			{`0`, 422}, {`-1`, 422}, {`86400.001`, 422},
 		} {
 			r := w.do("POST", base+"/fail", `{`+lease+`,"error":"429","throttle":`+c.throttle+`}`)
 			if r.status != c.status {
@@ -85,8 +87,14 @@ func TestWorkerFailThrottle(t *testing.T) {
 		if last := evs[len(evs)-1]; last.Kind != job.EventThrottled {
 			t.Fatalf("last journal entry %q, want %q", last.Kind, job.EventThrottled)
 		}
-		// Its lease is gone with the throttle.
-		w.do("POST", base+"/fail", `{`+lease+`,"error":"again","throttle":"1s"}`).problem(t, 409, "lease_token")
+		// Its lease is gone with the throttle: the failure sent again is
+		// answered as a repeat, and changes nothing; a success is refused.
+		var again api.FinishResponse
+		w.do("POST", base+"/fail", `{`+lease+`,"error":"again","throttle":"1s"}`).must(t, 200, &again)
+		if !again.Repeat || again.State != api.StateQueued {
+			t.Fatalf("the throttle sent again: %+v, want a repeat", again)
+		}
+		w.do("POST", base+"/complete", `{`+lease+`}`).problem(t, 409, "lease_token")
 	})
 }
 

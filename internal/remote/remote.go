@@ -1,7 +1,10 @@
-// Package remote holds the rules of remote workers that are not HTTP: when
-// a worker that stopped calling counts as offline. The HTTP API
-// (package httpapi) serves the workers' protocol and registry; the
-// maintenance duty here sweeps the registry.
+// Package remote holds the rules of remote workers that are not HTTP: the
+// protocol's Service (what a claim, a heartbeat, progress, a checkpoint
+// and an outcome may be and do, under the engine's policy: backoff,
+// default timeouts, claim pacing, wake-ups) and when a worker that
+// stopped calling counts as offline (the maintenance duty that sweeps the
+// registry). The HTTP API (package httpapi) decodes the workers' requests,
+// calls the Service and encodes its answers.
 package remote
 
 import (

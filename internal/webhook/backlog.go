@@ -44,7 +44,8 @@ func (s *Service) checkBacklog(ctx context.Context) error {
 				key: store.WebhookLimitKey{Webhook: sub.ID, Event: api.EventQueueBacklog, Key: q.Queue},
 				at:  h.At,
 				data: api.AlertData{Queue: q.Queue, OldestAvailableAt: &at, OldestAvailableAge: api.Duration(age),
-					Threshold: api.Duration(s.cfg.BacklogAge)},
+					Threshold: api.Duration(s.cfg.BacklogAge), OldestAvailableAgeSeconds: api.Seconds(age),
+					ThresholdSeconds: api.Seconds(s.cfg.BacklogAge)},
 			})
 		}
 	}

@@ -205,7 +205,8 @@ func (s *Service) limit(ctx context.Context, ex store.Executor, alerts []alert, 
 		}
 		if pattern, n := countFailure(l, f.at, s.cfg.FailureWindow, max(s.cfg.FailureCount, 1)); pattern {
 			alerts = append(alerts, alert{key: f.key, at: f.at, data: api.AlertData{
-				Queue: f.queue, Kind: f.kind, Failures: n, Window: api.Duration(s.cfg.FailureWindow)}})
+				Queue: f.queue, Kind: f.kind, Failures: n, Window: api.Duration(s.cfg.FailureWindow),
+				WindowSeconds: api.Seconds(s.cfg.FailureWindow)}})
 		}
 	}
 	now := s.clock.Now()

@@ -43,12 +43,56 @@ func (s *executor) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]s
 		if err != nil {
 			return nil, errorf("postgres: finish: %w", err)
 		}
-		return s.finishRest(ctx, outcomes, results)
+		results, err = s.finishRest(ctx, outcomes, results)
+		if err != nil {
+			return nil, err
+		}
+		return s.repeats(ctx, outcomes, results)
 	}
 	results, err := s.finishGeneral(ctx, outcomes)
 	if err != nil {
 		return nil, errorf("postgres: finish: %w", err)
 	}
+	return s.repeats(ctx, outcomes, results)
+}
+
+// repeats tells, among the lost outcomes of a batch JobFinish applied, the
+// repeats of the outcome their rows remember (store.MarkRepeats), in one
+// more round that only reads, sent only when an outcome was lost.
+func (s *executor) repeats(ctx context.Context, outcomes []store.Outcome, results []store.FinishResult) ([]store.FinishResult, error) {
+	lost := store.LostLeases(outcomes, results)
+	if len(lost) == 0 {
+		return results, nil
+	}
+	ids := make([][16]byte, len(lost))
+	tokens := make([][16]byte, len(lost))
+	for i, l := range lost {
+		ids[i], tokens[i] = l.ID, l.Token
+	}
+	var accepted []store.Accepted
+	err := s.transact(ctx, func(r *rounds) error {
+		return r.pinnedRound(ctx, true, func(b *pgx.Batch) { b.Queue(outcomeAcceptedSQL, ids, tokens) }, func(br pgx.BatchResults) error {
+			rows, err := br.Query()
+			if err != nil {
+				return err
+			}
+			var (
+				a      store.Accepted
+				status string
+				state  string
+			)
+			_, err = pgx.ForEachRow(rows, []any{uuidDest(&a.ID), uuidDest(&a.Token), &status, &a.Owner, &state}, func() error {
+				a.Status, a.State = store.OutcomeStatus(status), job.State(state)
+				accepted = append(accepted, a)
+				return nil
+			})
+			return err
+		})
+	})
+	if err != nil {
+		return nil, errorf("postgres: finish: read the outcomes remembered: %w", err)
+	}
+	store.MarkRepeats(outcomes, results, accepted)
 	return results, nil
 }
 
@@ -245,13 +289,13 @@ func (s *executor) setStateIfRunning(ctx context.Context, r *rounds, now *time.T
 		runAts, finishedAts, attemptedAts = make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
 		attempts                          = make([]int32, n)
 		results, entries                  = make([]json.RawMessage, n), make([]json.RawMessage, n)
-		lastErrors, alerts                = make([]*string, n), make([]*string, n)
+		lastErrors, alerts, accepted      = make([]*string, n), make([]*string, n), make([]*string, n)
 	)
 	for i, d := range decided {
 		ids[i], tokens[i] = d.ID, d.Token
 		states[i], runAts[i], attempts[i] = string(d.State), timePtr(d.RunAt), int32(d.Attempt)
 		finishedAts[i], lastErrors[i], attemptedAts[i] = d.FinishedAt, d.LastError, d.AttemptedAt
-		alerts[i] = nullText(d.Alert)
+		alerts[i], accepted[i] = nullText(d.Alert), nullText(string(d.Outcome))
 		if len(d.Result) > 0 {
 			results[i] = d.Result
 		}
@@ -268,7 +312,7 @@ func (s *executor) setStateIfRunning(ctx context.Context, r *rounds, now *time.T
 	queue := func(b *pgx.Batch) {
 		if n > 0 {
 			b.Queue(setStateIfRunningSQL, now, ids, tokens, states, runAts, attempts,
-				finishedAts, results, lastErrors, entries, attemptedAts, alerts, s.limited.countedQueues())
+				finishedAts, results, lastErrors, entries, attemptedAts, alerts, s.limited.countedQueues(), accepted)
 		}
 		if len(throttles) > 0 {
 			b.Queue(flowThrottleSQL, now, throttled, untils)

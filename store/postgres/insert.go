@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -289,7 +288,7 @@ func (s *executor) insertLookup(ctx context.Context, r *rounds, batch normalized
 			}
 			i := skipped[ord-1]
 			if err := store.CheckTwin(&batch.params[i], j, fingerprint.String); err != nil {
-				return fmt.Errorf("job %d: %w", i, err)
+				return &store.ItemError{Index: i, Err: err}
 			}
 			found[ord-1] = true
 			results[i] = store.InsertResult{Job: j, Created: false}

@@ -50,11 +50,45 @@ func (s *executor) KeyByPrefix(ctx context.Context, prefix string) (*store.APIKe
 	if err != nil {
 		return nil, errorf("postgres: find api key: %w", err)
 	}
-	key, err := pgx.CollectExactlyOneRow(rows, scanKey)
+	key, err := pgx.CollectExactlyOneRow(rows, scanKeyWorker)
 	if err != nil {
 		return nil, errorf("postgres: find api key: %w", notFound(err))
 	}
 	return &key, nil
+}
+
+// scanKeyWorker scans a key and its worker (key_by_prefix.sql).
+func scanKeyWorker(row pgx.CollectableRow) (store.APIKey, error) {
+	var (
+		k          store.APIKey
+		w          store.Worker
+		queues, wq []string
+		hasWorker  bool
+		status     string
+	)
+	err := row.Scan(&k.ID, &k.Name, &k.Prefix, &k.Hash, &k.Scopes, &k.CreatedAt, &k.WorkerID, &queues,
+		&hasWorker, &w.ID, &w.Name, &w.Capabilities, &w.Metadata, &status, &w.Disabled, &w.LastHeartbeatAt,
+		&w.JobsDone, &w.JobsFailed, &w.CreatedAt, &w.UpdatedAt, &wq, &w.RunningJobs)
+	if err != nil {
+		return k, err
+	}
+	if len(k.Scopes) == 0 {
+		k.Scopes = nil
+	}
+	if len(queues) > 0 {
+		k.Queues = job.QueuePatterns(queues)
+	}
+	if hasWorker {
+		w.Status = store.WorkerStatus(status)
+		if len(w.Capabilities) == 0 {
+			w.Capabilities = nil
+		}
+		if len(wq) > 0 {
+			w.Queues = job.QueuePatterns(wq)
+		}
+		k.Worker = &w
+	}
+	return k, nil
 }
 
 // KeyRevoke deletes a key; job.ErrNotFound when there is none.

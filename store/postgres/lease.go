@@ -71,20 +71,20 @@ func (s *executor) JobSetProgress(ctx context.Context, lease store.Lease, progre
 
 // JobSetCheckpoint stores the checkpoint and extends the lease. See
 // store.Store.
-func (s *executor) JobSetCheckpoint(ctx context.Context, lease store.Lease, checkpoint json.RawMessage) error {
+func (s *executor) JobSetCheckpoint(ctx context.Context, lease store.Lease, checkpoint json.RawMessage) (bool, error) {
 	if err := store.CheckCheckpoint(checkpoint); err != nil {
-		return err
+		return false, err
 	}
 	var doc []byte // nil clears the checkpoint
 	if len(checkpoint) > 0 {
 		doc = checkpoint
 	}
-	var id [16]byte
-	err := s.db.QueryRow(ctx, checkpointSQL, s.now(), pgUUID(lease.ID), pgUUID(lease.Token), doc, lease.Owner).Scan(&id)
+	var cancel bool
+	err := s.db.QueryRow(ctx, checkpointSQL, s.now(), pgUUID(lease.ID), pgUUID(lease.Token), doc, lease.Owner).Scan(&cancel)
 	if err != nil {
-		return errorf("postgres: checkpoint of job %s: %w", lease.ID, leaseLost(err))
+		return false, errorf("postgres: checkpoint of job %s: %w", lease.ID, leaseLost(err))
 	}
-	return nil
+	return cancel, nil
 }
 
 // leaseLost maps "no rows" from a fenced write to job.ErrLeaseLost.

@@ -15,7 +15,7 @@ import (
 )
 
 // TestMigrateWorkflows writes jobs in every state in the schema of
-// migration 012, migrates (013_workflows), and requires every row and
+// migration 013, migrates (014_workflows), and requires every row and
 // every index of jobd_jobs to come through, the new CHECKs to hold, and
 // the jobs to move on (storetest.CheckMigratedToWorkflows).
 func TestMigrateWorkflows(t *testing.T) {
@@ -28,8 +28,8 @@ func TestMigrateWorkflows(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	if err := s.migrateTo(ctx, 12); err != nil {
-		t.Fatalf("migrate to 012: %v", err)
+	if err := s.migrateTo(ctx, 13); err != nil {
+		t.Fatalf("migrate to 013: %v", err)
 	}
 	jobs := storetest.PreWorkflowJobs(start)
 	for _, j := range jobs {

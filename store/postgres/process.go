@@ -136,8 +136,8 @@ type processSteps struct{ s *executor }
 func (p processSteps) FenceTask(ctx context.Context, lease store.Lease, outcome json.RawMessage) error {
 	// It locks the task's job row, so nothing after it runs for a task
 	// whose lease is gone.
-	var fenced uuid.UUID
-	err := p.s.tx.QueryRow(ctx, checkpointSQL, p.s.now(), lease.ID, lease.Token, nullJSONArg(outcome), lease.Owner).Scan(uuidDest(&fenced))
+	var cancelRequested bool // the task's executor learns a cancel otherwise
+	err := p.s.tx.QueryRow(ctx, checkpointSQL, p.s.now(), lease.ID, lease.Token, nullJSONArg(outcome), lease.Owner).Scan(&cancelRequested)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return job.ErrLeaseLost
 	}

@@ -99,6 +99,8 @@ var (
 	migrateRecordSQL string
 	//go:embed sql/migrate_table.sql
 	migrateTableSQL string
+	//go:embed sql/outcome_accepted.sql
+	outcomeAcceptedSQL string
 	//go:embed sql/progress.sql
 	progressSQL string
 	//go:embed sql/prune.sql

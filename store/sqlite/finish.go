@@ -39,14 +39,18 @@ func (s *executor) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]s
 	err := s.jobsTx(ctx, func(tx *jobWrite) error {
 		wake = newWakeups(tx.now, s.counted)
 		var err error
-		if !store.SucceededOnce(outcomes) {
+		if store.SucceededOnce(outcomes) {
+			results, err = finishSucceeded(ctx, tx, wake, outcomes)
+			if err == nil {
+				err = s.finishRest(ctx, tx, wake, outcomes, results)
+			}
+		} else {
 			results, err = s.finish(ctx, tx, wake, outcomes)
+		}
+		if err != nil {
 			return err
 		}
-		if results, err = finishSucceeded(ctx, tx, wake, outcomes); err != nil {
-			return err
-		}
-		return s.finishRest(ctx, tx, wake, outcomes, results)
+		return repeats(ctx, tx, outcomes, results)
 	})
 	if err != nil {
 		return nil, errorf("sqlite: finish jobs: %w", err)
@@ -186,6 +190,56 @@ func (s *executor) finish(ctx context.Context, tx *jobWrite, wake *wakeups, outc
 	return results, nil
 }
 
+// repeats tells, among the lost outcomes of the batch, the repeats of the
+// outcome their rows remember (store.MarkRepeats), with one more read in
+// the transaction, made only when an outcome was lost.
+func repeats(ctx context.Context, tx *jobWrite, outcomes []store.Outcome, results []store.FinishResult) error {
+	lost := store.LostLeases(outcomes, results)
+	if len(lost) == 0 {
+		return nil
+	}
+	type lease struct {
+		ID    string `json:"id"`
+		Token string `json:"token"`
+	}
+	leases := make([]lease, len(lost))
+	for i, l := range lost {
+		leases[i] = lease{ID: l.ID.String(), Token: l.Token.String()}
+	}
+	body, err := json.Marshal(leases)
+	if err != nil {
+		return err
+	}
+	rows, err := tx.QueryContext(ctx, outcomeAcceptedSQL, sql.Named("leases", string(body)))
+	if err != nil {
+		return fmt.Errorf("read the outcomes remembered: %w", err)
+	}
+	defer rows.Close()
+	var accepted []store.Accepted
+	for rows.Next() {
+		var (
+			a                        store.Accepted
+			id, token, status, state string
+		)
+		if err := rows.Scan(&id, &token, &status, &a.Owner, &state); err != nil {
+			return fmt.Errorf("read the outcomes remembered: %w", err)
+		}
+		if a.ID, err = uuid.Parse(id); err != nil {
+			return fmt.Errorf("job id %q: %w", id, err)
+		}
+		if a.Token, err = uuid.Parse(token); err != nil {
+			return fmt.Errorf("outcome token of job %s: %w", id, err)
+		}
+		a.Status, a.State = store.OutcomeStatus(status), job.State(state)
+		accepted = append(accepted, a)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read the outcomes remembered: %w", err)
+	}
+	store.MarkRepeats(outcomes, results, accepted)
+	return nil
+}
+
 // lockHeld runs query, lock_held.sql, lock_expired.sql or
 // lock_timed_out.sql, which reads the facts of running jobs inside the
 // write transaction; lock_timed_out.sql, which reads the jobs' timeouts
@@ -254,11 +308,13 @@ func setStateIfRunning(ctx context.Context, tx *jobWrite, wake *wakeups, decided
 		LastError   *string         `json:"last_error,omitempty"`
 		AttemptedAt *int64          `json:"attempted_at,omitempty"`
 		Entries     json.RawMessage `json:"entries,omitempty"`
+		Outcome     string          `json:"outcome,omitempty"`
 	}
 	batch := make([]change, len(decided))
 	for i, d := range decided {
 		c := change{ID: d.ID.String(), Token: d.Token.String(), State: string(d.State), Attempt: d.Attempt, LastError: d.LastError,
-			RunAt: microOf(d.RunAt), FinishedAt: nullMicroOf(d.FinishedAt), AttemptedAt: nullMicroOf(d.AttemptedAt)}
+			RunAt: microOf(d.RunAt), FinishedAt: nullMicroOf(d.FinishedAt), AttemptedAt: nullMicroOf(d.AttemptedAt),
+			Outcome: string(d.Outcome)}
 		if len(d.Result) > 0 {
 			r := string(d.Result)
 			c.Result = &r

@@ -32,7 +32,7 @@ func (s *executor) JobInsertMany(ctx context.Context, params []job.InsertParams)
 		hash, err := p.Normalize(s.maxArgs)
 		if err != nil {
 			if len(params) > 1 {
-				err = fmt.Errorf("job %d: %w", i, err)
+				err = &store.ItemError{Index: i, Err: err}
 			}
 			return nil, err
 		}
@@ -88,7 +88,7 @@ func (s *executor) JobInsertMany(ctx context.Context, params []job.InsertParams)
 				j, err = existing(ctx, tx.Tx, &r.p, r.hash)
 				if err != nil {
 					if len(rows) > 1 {
-						err = fmt.Errorf("job %d: %w", i, err)
+						err = &store.ItemError{Index: i, Err: err}
 					}
 					return err
 				}

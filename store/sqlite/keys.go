@@ -90,11 +90,58 @@ func (s *executor) KeyByPrefix(ctx context.Context, prefix string) (*store.APIKe
 	if err != nil {
 		return nil, errorf("sqlite: key by prefix: %w", err)
 	}
-	k, err := scanKey(q.QueryRowContext(ctx, keyByPrefixSQL, prefix))
+	k, err := scanKeyWorker(q.QueryRowContext(ctx, keyByPrefixSQL, prefix))
 	if err != nil {
 		return nil, errorf("sqlite: key by prefix: %w", err)
 	}
 	return k, nil
+}
+
+// scanKeyWorker scans a key and its worker (key_by_prefix.sql): the
+// key's columns, has_worker, then the worker's as scanWorker reads them.
+func scanKeyWorker(sc scanner) (*store.APIKey, error) {
+	var (
+		k                   store.APIKey
+		w                   store.Worker
+		scopes, queues      string
+		created             int64
+		hasWorker           bool
+		caps, meta, status  string
+		wqueues             string
+		disabled            int64
+		beat                sql.NullInt64
+		createdAt, updateAt int64
+	)
+	err := sc.Scan(&k.ID, &k.Name, &k.Prefix, &k.Hash, &scopes, &created, &k.WorkerID, &queues,
+		&hasWorker, &w.ID, &w.Name, &caps, &meta, &status, &disabled, &beat,
+		&w.JobsDone, &w.JobsFailed, &createdAt, &updateAt, &wqueues, &w.RunningJobs)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	if k.Queues, err = queuePatterns(queues); err != nil {
+		return nil, fmt.Errorf("key %s: queues: %w", k.ID, err)
+	}
+	if err := json.Unmarshal([]byte(scopes), &k.Scopes); err != nil {
+		return nil, fmt.Errorf("key %s: scopes: %w", k.ID, err)
+	}
+	k.CreatedAt = fromMicro(created)
+	if !hasWorker {
+		return &k, nil
+	}
+	if w.Capabilities, err = scanList(sql.NullString{String: caps, Valid: true}); err != nil {
+		return nil, fmt.Errorf("worker %s: capabilities: %w", w.ID, err)
+	}
+	if w.Queues, err = queuePatterns(wqueues); err != nil {
+		return nil, fmt.Errorf("worker %s: queues: %w", w.ID, err)
+	}
+	w.Metadata = json.RawMessage(meta)
+	w.Status = store.WorkerStatus(status)
+	w.Disabled = disabled != 0
+	w.LastHeartbeatAt = fromNullMicro(beat)
+	w.CreatedAt = fromMicro(createdAt)
+	w.UpdatedAt = fromMicro(updateAt)
+	k.Worker = &w
+	return &k, nil
 }
 
 // KeyRevoke deletes a key; job.ErrNotFound when there is none.

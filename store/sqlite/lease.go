@@ -83,32 +83,27 @@ func (s *executor) JobSetProgress(ctx context.Context, lease store.Lease, progre
 
 // JobSetCheckpoint stores the checkpoint and extends the lease, fenced by
 // the lease (token and owner); job.ErrLeaseLost when the lease is not
-// held.
-func (s *executor) JobSetCheckpoint(ctx context.Context, lease store.Lease, checkpoint json.RawMessage) error {
+// held. It reports whether cancel was requested.
+func (s *executor) JobSetCheckpoint(ctx context.Context, lease store.Lease, checkpoint json.RawMessage) (bool, error) {
 	if err := store.CheckCheckpoint(checkpoint); err != nil {
-		return err
+		return false, err
 	}
-	var n int64
+	var cancel bool
 	err := s.jobsTx(ctx, func(tx *jobWrite) error {
-		res, err := tx.ExecContext(ctx, leaseCheckpointSQL,
+		return tx.QueryRowContext(ctx, leaseCheckpointSQL,
 			sql.Named("id", lease.ID.String()),
 			sql.Named("token", lease.Token.String()),
 			sql.Named("owner", lease.Owner),
 			sql.Named("checkpoint", nullJSON(checkpoint)),
 			sql.Named("now", tx.now),
 			sql.Named("stamp", tx.stamp),
-		)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
+		).Scan(&cancel)
 	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, errorf("sqlite: checkpoint of job %s: %w", lease.ID, job.ErrLeaseLost)
+	}
 	if err != nil {
-		return errorf("sqlite: checkpoint of job %s: %w", lease.ID, err)
+		return false, errorf("sqlite: checkpoint of job %s: %w", lease.ID, err)
 	}
-	if n == 0 {
-		return errorf("sqlite: checkpoint of job %s: %w", lease.ID, job.ErrLeaseLost)
-	}
-	return nil
+	return cancel, nil
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // TestMigrateWorkflows writes jobs in every state in the schema of
-// migration 011, migrates (012_workflows, which rebuilds jobd_jobs), and
+// migration 012, migrates (013_workflows, which rebuilds jobd_jobs), and
 // requires every row, every index of the table and the database's
 // integrity to come through, the new CHECKs to hold, and the jobs to move
 // on (storetest.CheckMigratedToWorkflows).
@@ -28,8 +28,8 @@ func TestMigrateWorkflows(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	if err := s.migrateTo(ctx, 11); err != nil {
-		t.Fatalf("migrate to 011: %v", err)
+	if err := s.migrateTo(ctx, 12); err != nil {
+		t.Fatalf("migrate to 012: %v", err)
 	}
 	jobs := storetest.PreWorkflowJobs(start)
 	for _, j := range jobs {
@@ -51,6 +51,12 @@ func TestMigrateWorkflows(t *testing.T) {
 			t.Fatalf("job %s: %v", j.ID, err)
 		}
 	}
+	// The outcome remembered (012_accepted_outcome) comes through the
+	// rebuild too.
+	if _, err := s.w.ExecContext(ctx, `UPDATE jobd_jobs SET outcome_token = id, outcome = state, outcome_owner = 'n'
+		WHERE state IN ('succeeded', 'failed', 'canceled')`); err != nil {
+		t.Fatal(err)
+	}
 	// Statistics of the old table: the migration must not leave them
 	// pointing at a table that is gone.
 	if _, err := s.w.ExecContext(ctx, "ANALYZE"); err != nil {
@@ -58,7 +64,7 @@ func TestMigrateWorkflows(t *testing.T) {
 	}
 	const rowsQuery = `SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl_us,
 		lease_token, lease_owner, lease_expires_at, lock_key, idempotency_key, args_hash, created_at,
-		finished_at, updated_at, journal FROM jobd_jobs ORDER BY id`
+		finished_at, updated_at, journal, outcome_token, outcome, outcome_owner FROM jobd_jobs ORDER BY id`
 	before, indexesBefore := dumpRows(t, s.r, rowsQuery), indexes(t, s.r)
 
 	if err := s.Migrate(ctx); err != nil {

@@ -143,6 +143,9 @@ var lockExpiredSQL string
 //go:embed sql/lock_held.sql
 var lockHeldSQL string
 
+//go:embed sql/outcome_accepted.sql
+var outcomeAcceptedSQL string
+
 //go:embed sql/lock_timed_out.sql
 var lockTimedOutSQL string
 

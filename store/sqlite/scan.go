@@ -34,7 +34,7 @@ var jobColumns = []string{
 	"callback_url", // 007_webhooks
 }
 
-// taskColumns are the columns of a workflow task (012_workflows), in
+// taskColumns are the columns of a workflow task (013_workflows), in
 // table order, which every statement that returns whole jobs selects,
 // after jobColumns, as one: taskColumn.
 var taskColumns = []string{"workflow_id", "workflow_ref", "run_on", "wait_for", "dependencies", "pending", "canceled_by"}

@@ -14,6 +14,7 @@ import (
 var leaseTests = []test{
 	{"HeartbeatExtends", testHeartbeatExtends},
 	{"HeartbeatReportsCancel", testHeartbeatCancel},
+	{"ProgressAndCheckpointReportCancel", testProgressCheckpointCancel},
 	{"HeartbeatMany", testHeartbeatMany},
 	{"ProgressExtends", testProgressExtends},
 	{"CheckpointExtends", testCheckpointExtends},
@@ -75,7 +76,7 @@ func testProgressExtends(t *testing.T, e *env) {
 
 func testCheckpointExtends(t *testing.T, e *env) {
 	wantExtended(t, e, func(c *job.Job) {
-		if err := e.s.JobSetCheckpoint(t.Context(), leaseOf(c), json.RawMessage(`{"page": 1}`)); err != nil {
+		if _, err := e.s.JobSetCheckpoint(t.Context(), leaseOf(c), json.RawMessage(`{"page": 1}`)); err != nil {
 			t.Fatalf("JobSetCheckpoint: %v", err)
 		}
 	})
@@ -91,6 +92,27 @@ func testHeartbeatCancel(t *testing.T, e *env) {
 	if res := e.heartbeat(t, leaseOf(c)); !res[0].Held || !res[0].CancelRequested {
 		t.Fatalf("heartbeat after cancel: %+v, want held with cancel requested", res[0])
 	}
+}
+
+// testProgressCheckpointCancel: progress and a checkpoint report whether
+// the job's cancel was requested, as a heartbeat does, and still write.
+func testProgressCheckpointCancel(t *testing.T, e *env) {
+	e.insert(t, job.InsertParams{Kind: "k"})
+	c := e.claimOne(t, job.DefaultQueue)
+	for _, requested := range []bool{false, true} {
+		if requested {
+			e.cancel(t, c.ID)
+		}
+		cancel, err := e.s.JobSetProgress(t.Context(), leaseOf(c), job.Progress{Done: 1, Total: 2})
+		if err != nil || cancel != requested {
+			t.Fatalf("progress (cancel requested %v): %v, %v", requested, cancel, err)
+		}
+		cancel, err = e.s.JobSetCheckpoint(t.Context(), leaseOf(c), json.RawMessage(`{"page": 3}`))
+		if err != nil || cancel != requested {
+			t.Fatalf("checkpoint (cancel requested %v): %v, %v", requested, cancel, err)
+		}
+	}
+	wantJSON(t, "checkpoint", e.get(t, c.ID).Checkpoint, []byte(`{"page": 3}`))
 }
 
 func testHeartbeatMany(t *testing.T, e *env) {
@@ -139,7 +161,8 @@ func testLeaseUpdatedAt(t *testing.T, e *env) {
 			return err
 		}},
 		{"checkpoint", func() error {
-			return e.s.JobSetCheckpoint(t.Context(), leaseOf(c), json.RawMessage(`{"page": 2}`))
+			_, err := e.s.JobSetCheckpoint(t.Context(), leaseOf(c), json.RawMessage(`{"page": 2}`))
+			return err
 		}},
 	} {
 		e.clk.Advance(time.Second)

@@ -13,7 +13,7 @@ import (
 )
 
 // PreWorkflowJob is a job as a driver writes it, by hand, in the schema
-// before the workflows' migration (postgres 013, sqlite 012), for
+// before the workflows' migration (postgres 014, sqlite 013), for
 // CheckMigratedToWorkflows.
 type PreWorkflowJob struct {
 	ID    uuid.UUID

@@ -39,7 +39,7 @@ func testProgressStored(t *testing.T, e *env) {
 func claimWithCheckpoint(t *testing.T, e *env, checkpoint string) *job.Job {
 	t.Helper()
 	c := e.claimOne(t, job.DefaultQueue)
-	if err := e.s.JobSetCheckpoint(t.Context(), leaseOf(c), json.RawMessage(checkpoint)); err != nil {
+	if _, err := e.s.JobSetCheckpoint(t.Context(), leaseOf(c), json.RawMessage(checkpoint)); err != nil {
 		t.Fatalf("JobSetCheckpoint: %v", err)
 	}
 	wantJSON(t, "checkpoint", e.get(t, c.ID).Checkpoint, []byte(checkpoint))

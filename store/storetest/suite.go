@@ -47,6 +47,7 @@ func Run(t *testing.T, open Opener, node NodeOpener) {
 		{"Fencing", fencingTests},
 		{"Lease", leaseTests},
 		{"Finish", finishTests},
+		{"Repeat", repeatTests},
 		{"Progress", progressTests},
 		{"Cancel", cancelTests},
 		{"Retry", retryTests},

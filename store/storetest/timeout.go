@@ -101,7 +101,7 @@ func testTimeoutLeaseCapped(t *testing.T, e *env) {
 		t.Fatalf("progress before the deadline: %v", err)
 	}
 	wantTimePtr(t, "lease after progress", e.get(t, c.ID).LeaseExpiresAt, deadline)
-	if err := e.s.JobSetCheckpoint(t.Context(), leaseOf(c), json.RawMessage(`{"at": 1}`)); err != nil {
+	if _, err := e.s.JobSetCheckpoint(t.Context(), leaseOf(c), json.RawMessage(`{"at": 1}`)); err != nil {
 		t.Fatalf("checkpoint before the deadline: %v", err)
 	}
 	wantTimePtr(t, "lease after a checkpoint", e.get(t, c.ID).LeaseExpiresAt, deadline)
@@ -126,7 +126,7 @@ func testTimeoutWritesRefused(t *testing.T, e *env) {
 	}
 	_, err = e.s.JobSetProgress(t.Context(), leaseOf(jobs[0]), job.Progress{Done: 1})
 	wantErr(t, "progress at the deadline", err, job.ErrLeaseLost)
-	err = e.s.JobSetCheckpoint(t.Context(), leaseOf(jobs[0]), json.RawMessage(`{}`))
+	_, err = e.s.JobSetCheckpoint(t.Context(), leaseOf(jobs[0]), json.RawMessage(`{}`))
 	wantErr(t, "checkpoint at the deadline", err, job.ErrLeaseLost)
 	unchanged(t, before, e.get(t, jobs[0].ID))
 	// Both paths of JobFinish: a batch of successes, and the general one.

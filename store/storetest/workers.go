@@ -19,6 +19,43 @@ var workerTests = []test{
 	{"Prefers", testWorkerPrefers},
 	{"OfflineRace", testWorkerOfflineRace},
 	{"Queues", testWorkerQueues},
+	{"KeyWithWorker", testKeyWithWorker},
+}
+
+// testKeyWithWorker: KeyByPrefix of a worker's key returns its worker as
+// it is when read (its queues, capabilities, whether it is disabled), in
+// the same statement; of another key, none; a deleted worker's key is
+// not found.
+func testKeyWithWorker(t *testing.T, e *env) {
+	ctx := t.Context()
+	e.newWorker(t, "kw", "gpu")
+	k, err := e.s.KeyByPrefix(ctx, "pkw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.WorkerID != "kw" || k.Worker == nil || k.Worker.ID != "kw" || k.Worker.Name != "w-kw" || k.Worker.Disabled ||
+		!slices.Equal(k.Worker.Capabilities, []string{"gpu"}) || k.Worker.Status != store.WorkerIdle {
+		t.Fatalf("key of worker kw: %+v with worker %+v", k, k.Worker)
+	}
+	if _, err := e.s.WorkerSetDisabled(ctx, "kw", true); err != nil {
+		t.Fatal(err)
+	}
+	if k, err = e.s.KeyByPrefix(ctx, "pkw"); err != nil || k.Worker == nil || !k.Worker.Disabled {
+		t.Fatalf("after the worker was disabled: %+v, %v", k, err)
+	}
+	h := sha256.Sum256([]byte("plain"))
+	if err := e.s.KeyCreate(ctx, store.APIKey{ID: "plain", Name: "plain", Prefix: "pplain", Hash: h[:], Scopes: []string{"read"}}); err != nil {
+		t.Fatal(err)
+	}
+	if k, err = e.s.KeyByPrefix(ctx, "pplain"); err != nil || k.Worker != nil || k.WorkerID != "" {
+		t.Fatalf("a key of no worker: %+v, %v", k, err)
+	}
+	if err := e.s.WorkerDelete(ctx, "kw"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.KeyByPrefix(ctx, "pkw"); !errors.Is(err, job.ErrNotFound) {
+		t.Fatalf("the key of a deleted worker: %v, want not found", err)
+	}
 }
 
 // newWorker registers a worker with a key of scope worker.

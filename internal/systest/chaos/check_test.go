@@ -230,7 +230,9 @@ var wantRoute = map[string]route{
 
 // checkOutcomes ties the workers' outcome calls to the journal, on the
 // remote queues: each lease had at most one outcome accepted (answered
-// 2xx), each job at most one accepted completion, every accepted outcome
+// 2xx; an outcome sent again after its answer was lost is answered 2xx
+// as a repeat, which does not count), each job at most one accepted
+// completion, every accepted outcome
 // is the end of its claim in the journal, and every claim the journal
 // ends by a worker's outcome was ended by that worker's call.
 func (ev *evidence) checkOutcomes(h *harness, spansOf map[uuid.UUID][]span, leases map[uuid.UUID]leaseOf, c *checked) {
@@ -241,7 +243,7 @@ func (ev *evidence) checkOutcomes(h *harness, spansOf map[uuid.UUID][]span, leas
 			continue
 		}
 		calls[ex.job] = append(calls[ex.job], ex)
-		if accepted(ex) {
+		if accepted(ex) && !ex.repeat {
 			acceptedByToken[ex.token]++
 		}
 	}
@@ -261,7 +263,7 @@ func (ev *evidence) checkOutcomes(h *harness, spansOf map[uuid.UUID][]span, leas
 		completes := 0
 		matched := make(map[int]bool) // indexes into calls[id]
 		for _, ex := range calls[id] {
-			if ex.route == routeComplete && accepted(ex) {
+			if ex.route == routeComplete && accepted(ex) && !ex.repeat {
 				completes++
 				if r.job.State != api.StateSucceeded {
 					h.errorf("job %s is %s, but %s's complete (attempt %d) was accepted", id, r.job.State, ex.who, leases[ex.token].attempt)

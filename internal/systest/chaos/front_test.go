@@ -67,6 +67,13 @@ type exchange struct {
 	lost    []uuid.UUID
 	// beat are the leases a heartbeat presented, by job.
 	beat map[uuid.UUID]uuid.UUID
+	// repeat: an outcome answered 2xx as the repeat of the one applied
+	// before (its first answer was lost; nothing changed).
+	repeat bool
+	// items are the outcomes of a batch (POST /api/v1/worker/outcomes),
+	// which record splits into an exchange each, with its answer.
+	items   []api.OutcomeItem
+	answers []api.OutcomeAnswer
 }
 
 // claimed is a job as a claim handed it to a worker.
@@ -90,8 +97,14 @@ const (
 	routeRelease    route = "release"
 	routeProgress   route = "progress"
 	routeCheckpoint route = "checkpoint"
+	routeOutcomes   route = "outcomes" // a batch, recorded as its outcomes
 	routeOther      route = "other"
 )
+
+// outcomeRoutes are the routes of a batch's outcomes.
+var outcomeRoutes = map[string]route{
+	api.OutcomeComplete: routeComplete, api.OutcomeFail: routeFail, api.OutcomeRelease: routeRelease,
+}
 
 // outcome reports whether r reports a job's outcome.
 func (r route) outcome() bool {
@@ -161,6 +174,10 @@ func (f *front) roundTrip(who string, r *http.Request) (*http.Response, error) {
 				ex.beat[l.ID] = l.LeaseToken
 			}
 		}
+	case ex.route == routeOutcomes:
+		var or api.OutcomesRequest
+		_ = json.Unmarshal(body, &or)
+		ex.items = or.Outcomes
 	}
 	f.mu.Lock()
 	cut := f.partitioned[who]
@@ -193,7 +210,7 @@ func (f *front) roundTrip(who string, r *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	ex.status = resp.StatusCode
-	if resp.StatusCode >= 300 || ex.route == routeClaim || ex.route == routeHeartbeat {
+	if resp.StatusCode >= 300 || ex.route == routeClaim || ex.route == routeHeartbeat || ex.route == routeOutcomes || ex.route.outcome() {
 		// Small answers: read whole, and handed on as read.
 		b, rerr := io.ReadAll(resp.Body)
 		resp.Body.Close()
@@ -216,6 +233,8 @@ func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 // read fills in what the answer body b says.
 func (ex *exchange) read(b []byte) {
 	switch {
+	case ex.route == routeOutcomes:
+		ex.readOutcomes(b)
 	case ex.status >= 300:
 		var p api.Problem
 		if json.Unmarshal(b, &p) == nil && p.Type != "" {
@@ -231,6 +250,11 @@ func (ex *exchange) read(b []byte) {
 				ex.claimed = append(ex.claimed, claimed{id: j.ID, attempt: j.Attempt, token: j.LeaseToken, lockKey: j.LockKey})
 			}
 		}
+	case ex.route.outcome():
+		var fr api.FinishResponse
+		if json.Unmarshal(b, &fr) == nil {
+			ex.repeat = fr.Repeat
+		}
 	case ex.route == routeHeartbeat:
 		var hr api.HeartbeatResponse
 		if json.Unmarshal(b, &hr) == nil {
@@ -243,11 +267,50 @@ func (ex *exchange) read(b []byte) {
 	}
 }
 
+// readOutcomes keeps a batch's answer: its problem as a whole, or each
+// outcome's answer (items then answered; answer for their status).
+func (ex *exchange) readOutcomes(b []byte) {
+	if ex.status >= 300 {
+		var p api.Problem
+		if json.Unmarshal(b, &p) == nil && p.Type != "" {
+			ex.problem, ex.detail = p.Type, p.Detail
+		}
+		return
+	}
+	var res api.OutcomesResponse
+	if json.Unmarshal(b, &res) != nil || len(res.Outcomes) != len(ex.items) {
+		ex.status, ex.err = 0, "an outcomes answer that does not answer each outcome"
+		return
+	}
+	ex.answers = res.Outcomes
+}
+
 func (f *front) record(ex exchange) {
 	ex.done = time.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.log = append(f.log, ex)
+	if ex.route != routeOutcomes {
+		f.log = append(f.log, ex)
+		return
+	}
+	// A batch of outcomes is recorded as one exchange per outcome, each
+	// with its own answer, as if it had gone to its own route.
+	for i, it := range ex.items {
+		one := ex
+		one.items, one.answers = nil, nil
+		one.route, one.job, one.token = outcomeRoutes[it.Outcome], it.ID, it.LeaseToken
+		if one.route == "" {
+			one.route = routeOther
+		}
+		if ex.answers != nil {
+			a := ex.answers[i]
+			one.status, one.repeat = a.Status, a.Repeat
+			if a.Problem != nil {
+				one.problem, one.detail = a.Problem.Type, a.Problem.Detail
+			}
+		}
+		f.log = append(f.log, one)
+	}
 }
 
 // exchanges returns a copy of the log.
@@ -267,6 +330,8 @@ func routeOf(method, path string) (route, uuid.UUID) {
 		return routeClaim, uuid.Nil
 	case path == "/api/v1/worker/heartbeat":
 		return routeHeartbeat, uuid.Nil
+	case path == "/api/v1/worker/outcomes":
+		return routeOutcomes, uuid.Nil
 	}
 	rest, ok := strings.CutPrefix(path, "/api/v1/worker/jobs/")
 	if !ok {

@@ -17,6 +17,7 @@ import (
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/flow"
 	"github.com/jobd/jobd/internal/httpapi"
+	"github.com/jobd/jobd/internal/remote"
 	"github.com/jobd/jobd/internal/testutil/pgtest"
 	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
 	"github.com/jobd/jobd/job"
@@ -150,7 +151,11 @@ func startNodes(t testing.TB, queue string, m *monitor, concurrency, remotes int
 		wg.Go(func() { _ = eng.Run(ctx) })
 	}
 	const secret = "flow-admin"
-	h, err := httpapi.New(httpapi.Config{Store: c.st[0], AdminSecret: secret, Wakeups: first.Subscribe, ClaimPace: first.ClaimPace,
+	workers, err := remote.New(remote.Config{Store: c.st[0], Policy: first, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := httpapi.New(httpapi.Config{Store: c.st[0], AdminSecret: secret, Remote: workers,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -234,8 +234,10 @@ func (g *generator) value(op *operation, name string, s *schema) []byte {
 		return []byte(strconv.Itoa(1 + g.r.IntN(5)))
 	case "max":
 		return []byte(strconv.Itoa(1 + g.r.IntN(3)))
-	case "done", "total":
-		return []byte(strconv.Itoa(g.r.IntN(10)))
+	case "done":
+		return []byte(strconv.Itoa(g.r.IntN(5)))
+	case "total":
+		return []byte(strconv.Itoa(5 + g.r.IntN(5)))
 	}
 	return g.bySchema(op, name, s)
 }

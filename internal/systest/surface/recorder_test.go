@@ -110,7 +110,7 @@ func (r recorder) JobSetProgress(ctx context.Context, lease store.Lease, progres
 	return r.st.JobSetProgress(ctx, lease, progress)
 }
 
-func (r recorder) JobSetCheckpoint(ctx context.Context, lease store.Lease, checkpoint json.RawMessage) error {
+func (r recorder) JobSetCheckpoint(ctx context.Context, lease store.Lease, checkpoint json.RawMessage) (bool, error) {
 	note(ctx, "JobSetCheckpoint")
 	return r.st.JobSetCheckpoint(ctx, lease, checkpoint)
 }

@@ -27,13 +27,30 @@ var reservedValues = map[string][]string{
 // template, whose members are named "job.queue"… in a refusal.
 const templateMember = "job"
 
-// leafOf is the member a target names: "queue" of "queue" and of
-// "job.queue".
+// listMember marks a target in the first job of a body's list of jobs (a
+// batch's "jobs"): "jobs[0].queue", as the refusal names it.
+const listMember = "[0]."
+
+// leafOf is the member a target names: "queue" of "queue", of
+// "job.queue" and of "jobs[0].queue".
 func leafOf(target string) (leaf string, inTemplate bool) {
+	if _, leaf, ok := strings.Cut(target, listMember); ok {
+		return leaf, true
+	}
 	if leaf, ok := strings.CutPrefix(target, templateMember+"."); ok {
 		return leaf, true
 	}
 	return target, false
+}
+
+// listOf is the body member of a target in a list ("jobs" of
+// "jobs[0].queue"); "" for another target.
+func listOf(target string) string {
+	list, _, _ := strings.Cut(target, listMember)
+	if list == target {
+		return ""
+	}
+	return list
 }
 
 // reservedTargets lists the members of op's body that can carry a
@@ -55,6 +72,16 @@ func reservedTargets(op *operation) []string {
 			}
 		}
 	}
+	for list, s := range op.Body.Properties {
+		if s.mainType() != "array" || s.Items == nil {
+			continue
+		}
+		for name := range s.Items.Properties {
+			if _, ok := reservedValues[name]; ok {
+				out = append(out, list+listMember+name)
+			}
+		}
+	}
 	slices.Sort(out)
 	return out
 }
@@ -69,6 +96,20 @@ func setReserved(d *draft, target string, value []byte) bool {
 			d.members = slices.DeleteFunc(d.members, func(m member) bool { return m.name == other })
 		}
 		setMember(d, leaf, value)
+		return true
+	}
+	if list := listOf(target); list != "" {
+		i := slices.IndexFunc(d.members, func(m member) bool { return m.name == list })
+		var items []map[string]json.RawMessage
+		if i < 0 || json.Unmarshal(d.members[i].value, &items) != nil || len(items) == 0 || items[0] == nil {
+			return false
+		}
+		items[0][leaf] = value
+		b, err := json.Marshal(items)
+		if err != nil {
+			return false
+		}
+		d.members[i].value = b
 		return true
 	}
 	i := slices.IndexFunc(d.members, func(m member) bool { return m.name == templateMember })
@@ -139,7 +180,14 @@ func namesReserved(body []byte, target string) bool {
 	if json.Unmarshal(body, &obj) != nil {
 		return false
 	}
-	if inTemplate {
+	switch list := listOf(target); {
+	case list != "":
+		var items []map[string]json.RawMessage
+		if json.Unmarshal(obj[list], &items) != nil || len(items) == 0 {
+			return false
+		}
+		obj = items[0]
+	case inTemplate:
 		var tmpl map[string]json.RawMessage
 		if json.Unmarshal(obj[templateMember], &tmpl) != nil {
 			return false
@@ -159,6 +207,7 @@ func namesReserved(body []byte, target string) bool {
 var reservedBases = map[string]string{
 	"POST /api/v1/jobs":            `{"kind":"k","args":{"n":1}}`,
 	"POST /api/v1/jobs/trigger":    `{"task":"k","args":{"n":1}}`,
+	"POST /api/v1/jobs/batch":      `{"jobs":[{"kind":"k","args":{"n":1}}]}`,
 	"PUT /api/v1/schedules/{name}": `{"cron":"@hourly","job":{"kind":"k"}}`,
 }
 

@@ -114,7 +114,7 @@ func (s *Store) JobSetProgress(ctx context.Context, lease store.Lease, progress 
 }
 
 // JobSetCheckpoint calls the store's, then Wrote.
-func (s *Store) JobSetCheckpoint(ctx context.Context, lease store.Lease, checkpoint json.RawMessage) error {
+func (s *Store) JobSetCheckpoint(ctx context.Context, lease store.Lease, checkpoint json.RawMessage) (bool, error) {
 	defer s.Wrote()
 	return s.Store.JobSetCheckpoint(ctx, lease, checkpoint)
 }

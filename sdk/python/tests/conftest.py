@@ -38,13 +38,6 @@ import jobd  # noqa: E402
 
 ADMIN = "pytest-admin-secret-0123456789"
 
-#: Marks a test of what issue 27 part 1 adds to the server (idempotent
-#: outcomes, POST /api/v1/worker/outcomes, POST /api/v1/jobs/batch): it
-#: fails on a server without them. Drop the mark once they are merged.
-PART1 = pytest.mark.xfail(
-    strict=True,
-    reason="issue 27 part 1 (idempotent outcomes, batch routes) is not in this checkout's server yet",
-)
 T = TypeVar("T")
 
 

@@ -16,7 +16,7 @@ import pytest
 import jobd
 from jobd.errors import PROBLEM_BASE, PROBLEM_KINDS
 
-from conftest import PART1, Server, job_state, poll
+from conftest import Server, job_state, poll
 from proxy import no_route
 
 
@@ -60,7 +60,6 @@ def test_submit_many_without_the_batch_route(server: Server, queue: str, make_pr
         assert c.count(queue=queue) == 2
 
 
-@PART1
 def test_submit_many_batch_route_is_all_or_nothing(server: Server, queue: str) -> None:
     with server.client() as c:
         with pytest.raises(jobd.ValidationError) as e:

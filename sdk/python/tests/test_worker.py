@@ -18,7 +18,7 @@ import pytest
 
 import jobd
 
-from conftest import PART1, Server, WorkerThread, job_state, poll, worker_env
+from conftest import Server, WorkerThread, job_state, poll, worker_env
 from proxy import busy, no_route
 
 
@@ -316,7 +316,6 @@ def test_outcomes_one_per_request_without_the_batch_route(server: Server, queue:
     assert w.stats.succeeded == 20 and w.stats.outcome_errors == 0
 
 
-@PART1
 def test_outcomes_go_in_batches(server: Server, queue: str, make_proxy: Callable[..., Any], start_worker: Callable[..., WorkerThread]) -> None:
     proxy = make_proxy(server.url, lambda m, p: "forward")
     with server.client() as c:
@@ -361,7 +360,6 @@ def test_503_is_retried_after_retry_after(server: Server, queue: str, make_proxy
     assert w.stats.succeeded == 1 and w.stats.resent == 0
 
 
-@PART1
 def test_lost_outcome_answer_is_resent(server: Server, queue: str, make_proxy: Callable[..., Any], start_worker: Callable[..., WorkerThread]) -> None:
     # The proxy drops the answer of the first outcome the server accepted.
     def rule(method: str, path: str) -> object:
@@ -388,7 +386,6 @@ def test_lost_outcome_answer_is_resent(server: Server, queue: str, make_proxy: C
         assert w.stats.outcome_errors == 0 and w.stats.states == {j.id: "succeeded"}, "the repeat is accepted"
 
 
-@PART1
 def test_repeated_outcome_answers_200(server: Server, queue: str) -> None:
     with server.client() as c, server.client(server.worker_key()) as w:
         c.submit("x", queue=queue)

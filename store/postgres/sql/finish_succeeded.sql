@@ -7,7 +7,9 @@
 -- decides for a success, $6 lease owners ('': not fenced by the owner).
 -- Returns only the ids that finished; a missing id lost its lease (or
 -- its attempt passed its deadline, which ends the lease), or is a
--- workflow task's, which the driver applies by the general path.
+-- workflow task's, which the driver applies by the general path. The row
+-- remembers the outcome (outcome_token, outcome, outcome_owner: see
+-- store.Store.JobFinish).
 --
 -- j.id = ANY (ARRAY[o.id]): a probe of the primary key per job whatever
 -- the statistics, never a walk of it (see claim.sql).
@@ -28,6 +30,9 @@ WITH done AS (
         lease_token = NULL,
         lease_expires_at = NULL,
         deadline = NULL,
+        outcome_token = o.token,
+        outcome = 'succeeded',
+        outcome_owner = j.lease_owner,
         finished_at = coalesce($1::timestamptz, now()),
         updated_at = coalesce($1::timestamptz, now())
     FROM unnest($2::uuid[], $3::uuid[], $4::jsonb[], $6::text[]) AS o(id, token, result, owner)

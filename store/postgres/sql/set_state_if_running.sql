@@ -8,7 +8,9 @@
 -- (a JSON array, job.MarshalJournal; NULL: none), $11 attempted_at (NULL:
 -- cleared), $12 the outbox event each records (store.AlertOf; NULL:
 -- none); $13 the queues that count their running jobs (see
--- finish_succeeded.sql).
+-- finish_succeeded.sql); $14 the holder's outcome that decided it, which
+-- the row remembers with the lease token and owner (NULL: none, a rescue
+-- or a time-out, which leaves what the row remembers as it is).
 --
 -- Returns the ids it changed. Jobs that went back to the queue and can
 -- run now wake their queue (see insert.sql), and so does every job of a
@@ -27,14 +29,17 @@ WITH done AS (
         lease_expires_at = NULL,
         deadline = NULL,
         attempted_at = d.attempted_at,
+        outcome_token = CASE WHEN d.outcome IS NULL THEN j.outcome_token ELSE d.token END,
+        outcome = coalesce(d.outcome, j.outcome),
+        outcome_owner = CASE WHEN d.outcome IS NULL THEN j.outcome_owner ELSE j.lease_owner END,
         journal = CASE WHEN d.entries IS NULL THEN j.journal
                        ELSE coalesce(j.journal, '[]'::jsonb) || d.entries END,
         updated_at = coalesce($1::timestamptz, now())
     FROM unnest($2::uuid[], $3::uuid[], $4::text[], $5::timestamptz[], $6::integer[],
                 $7::timestamptz[], $8::jsonb[], $9::text[], $10::jsonb[], $11::timestamptz[],
-                $12::text[])
+                $12::text[], $14::text[])
         AS d(id, token, state, run_at, attempt, finished_at, result, last_error,
-             entries, attempted_at, alert)
+             entries, attempted_at, alert, outcome)
     -- A probe of the primary key per job whatever the statistics, never a
     -- walk of it (see claim.sql).
     WHERE j.id = ANY (ARRAY[d.id])

@@ -14,6 +14,7 @@ CREATE TEMP TABLE IF NOT EXISTS jobd_batch (
     v_finished_at  INTEGER,
     v_last_error   TEXT,
     v_attempted_at INTEGER,
-    v_entries      TEXT
+    v_entries      TEXT,
+    v_outcome      TEXT
 ) WITHOUT ROWID;
 DELETE FROM temp.jobd_batch;

@@ -11,7 +11,8 @@
 -- callback true has a callback URL, whose callback the driver records in
 -- the outbox (webhook_events_record.sql) in this same transaction; its
 -- queue says whose claimers the driver wakes (a queue that counts its
--- running jobs: see countedQueues).
+-- running jobs: see countedQueues). The row remembers the outcome
+-- (outcome_token, outcome, outcome_owner: see store.Store.JobFinish).
 --
 -- Planned against any statistics: the jobs come from the IN list (a
 -- primary-key search per id), their values from temp.jobd_batch, where
@@ -27,6 +28,9 @@ SET state = :state,
     lease_token = NULL,
     lease_expires_at = NULL,
     deadline = NULL,
+    outcome_token = b.v_token,
+    outcome = 'succeeded',
+    outcome_owner = lease_owner,
     updated_at = :stamp
 FROM temp.jobd_batch AS b
 WHERE jobd_jobs.id IN (SELECT value ->> 'id' FROM json_each(:batch))

@@ -5,7 +5,10 @@
 -- (absent: cleared), "result" (the result's JSON text; absent: kept),
 -- "last_error" (absent: kept), "attempted_at" (absent: cleared),
 -- "entries" (the entries to append to the journal, in order, a JSON
--- array as job.MarshalJournal writes it; absent: none)}.
+-- array as job.MarshalJournal writes it; absent: none), "outcome" (the
+-- holder's outcome that decided it, which the row remembers with the lease
+-- token and owner; absent for a rescue or a time-out, which leaves what
+-- the row remembers as it is)}.
 --
 -- The journal is NULL (no entries stored) or a JSON array of objects,
 -- never empty: the entries, in the same form, go after its last element;
@@ -33,6 +36,9 @@ SET state = d.v_state,
     lease_expires_at = NULL,
     deadline = NULL,
     attempted_at = d.v_attempted_at,
+    outcome_token = CASE WHEN d.v_outcome IS NULL THEN outcome_token ELSE d.v_token END,
+    outcome = coalesce(d.v_outcome, outcome),
+    outcome_owner = CASE WHEN d.v_outcome IS NULL THEN outcome_owner ELSE lease_owner END,
     journal = CASE
         WHEN d.v_entries IS NULL THEN journal
         WHEN journal IS NULL THEN d.v_entries

@@ -1,4 +1,4 @@
--- 013: workflows (docs/workflows.md): jobs that depend on jobs.
+-- 014: workflows (docs/workflows.md): jobs that depend on jobs.
 --
 -- A job gains the state 'waiting': not queued, never claimed, no lease,
 -- waiting for what wait_for says ('dependencies' for a workflow task

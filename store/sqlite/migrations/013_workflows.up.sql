@@ -1,4 +1,4 @@
--- 012: workflows (docs/workflows.md): jobs that depend on jobs.
+-- 013: workflows (docs/workflows.md): jobs that depend on jobs.
 --
 -- A job gains the state 'waiting': not queued, never claimed, no lease,
 -- waiting for what wait_for says ('dependencies' for a workflow task
@@ -63,6 +63,9 @@ CREATE TABLE jobd_jobs_new (
     previous_result  TEXT,
     callback_url     TEXT,
     idempotency_fingerprint TEXT,
+    outcome_token    TEXT,
+    outcome          TEXT,
+    outcome_owner    TEXT,
     workflow_id      TEXT,
     workflow_ref     TEXT,
     run_on           TEXT,
@@ -82,14 +85,14 @@ INSERT INTO jobd_jobs_new (
     idempotency_key, args_hash, cancel_requested, progress, checkpoint, result, last_error,
     created_at, started_at, finished_at, updated_at, requires, prefers, attempted_at, journal,
     trace_parent, schedule, scheduled_for, timeout_us, deadline, rerun, previous_state,
-    previous_result, callback_url, idempotency_fingerprint)
+    previous_result, callback_url, idempotency_fingerprint, outcome_token, outcome, outcome_owner)
 SELECT
     id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl_us,
     lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
     idempotency_key, args_hash, cancel_requested, progress, checkpoint, result, last_error,
     created_at, started_at, finished_at, updated_at, requires, prefers, attempted_at, journal,
     trace_parent, schedule, scheduled_for, timeout_us, deadline, rerun, previous_state,
-    previous_result, callback_url, idempotency_fingerprint
+    previous_result, callback_url, idempotency_fingerprint, outcome_token, outcome, outcome_owner
 FROM jobd_jobs;
 
 DROP TABLE jobd_jobs;
@@ -115,7 +118,7 @@ CREATE INDEX jobd_jobs_updated_idx ON jobd_jobs (updated_at, id);
 CREATE INDEX jobd_jobs_workflow_idx ON jobd_jobs (workflow_id, id)
     WHERE workflow_id IS NOT NULL;
 
--- A workflow (see the PostgreSQL schema, 013_workflows): its tasks are
+-- A workflow (see the PostgreSQL schema, 014_workflows): its tasks are
 -- jobs; succeeded, failed and canceled count those final in each state.
 CREATE TABLE jobd_workflows (
     id                      TEXT    NOT NULL PRIMARY KEY,

@@ -1,9 +1,7 @@
-package httpapi
+package remote
 
 import (
 	"context"
-	"log/slog"
-	"net/http"
 	"sync"
 	"time"
 
@@ -12,12 +10,12 @@ import (
 	"github.com/jobd/jobd/store"
 )
 
-// The API remembers each remote worker's claim, in memory, until its
-// outcome arrives, so that the outcome is counted under the job's queue
-// and kind, its run time measured from the claim, and its span made
-// (from the claim to the outcome) without a read of the job. An outcome
-// sent to another node than the claim's, or after a restart, is counted
-// from the job read back, without a run time.
+// The Service remembers each claim, in memory, until its outcome
+// arrives, so that the outcome is counted under the job's queue and kind,
+// its run time measured from the claim, and its span made (from the claim
+// to the outcome) without a read of the job. An outcome sent to another
+// node than the claim's, or after a restart, is counted from the job read
+// back, without a run time.
 const (
 	// maxClaimNotes bounds the claims remembered at once.
 	maxClaimNotes = 100_000
@@ -73,28 +71,23 @@ func (c *claimNotes) take(l store.Lease) (claimNote, bool) {
 }
 
 // claimed records the jobs a remote worker claimed.
-func (s *server) claimed(r *http.Request, jobs []*job.Job) {
+func (s *Service) claimed(jobs []*job.Job) {
 	if len(jobs) == 0 {
 		return
 	}
 	now := s.clock.Now()
 	for _, j := range jobs {
-		rec := s.obs.Jobs.Kind(j.Queue, j.Kind)
+		rec := s.cfg.Jobs.Kind(j.Queue, j.Kind)
 		rec.Started(now.Sub(j.RunAt))
 		brief := &job.Job{ID: j.ID, Queue: j.Queue, Kind: j.Kind, Attempt: j.Attempt, TraceParent: j.TraceParent}
 		s.claims.put(store.Lease{ID: j.ID, Token: j.LeaseToken}, claimNote{job: brief, at: now, rec: rec})
-		s.logTransition(r, "api: job claimed by a remote worker", j)
 	}
 }
 
 // finished records a remote worker's outcome, written (res) or not.
-func (s *server) finished(ctx context.Context, out store.Outcome, res store.FinishResult) {
+func (s *Service) finished(ctx context.Context, out store.Outcome, res store.FinishResult) {
 	now := s.clock.Now()
 	o := observe.OutcomeOf(res.State, out.Status, res.Lost)
-	if s.log.Enabled(ctx, slog.LevelDebug) {
-		s.log.DebugContext(ctx, "api: a remote worker's outcome", "job_id", out.ID, "outcome", o.String(),
-			"state", res.State, "request_id", RequestID(ctx))
-	}
 	throttled := out.Throttle > 0 && !res.Lost && res.State == job.StateQueued
 	n, ok := s.claims.take(out.Lease)
 	if !ok {
@@ -105,16 +98,16 @@ func (s *server) finished(ctx context.Context, out store.Outcome, res store.Fini
 		if err != nil {
 			return
 		}
-		s.obs.Jobs.Kind(j.Queue, j.Kind).Finished(o, -1)
+		s.cfg.Jobs.Kind(j.Queue, j.Kind).Finished(o, -1)
 		if throttled {
-			s.obs.Jobs.Throttled(j.Queue)
+			s.cfg.Jobs.Throttled(j.Queue)
 		}
 		return
 	}
 	n.rec.Finished(o, now.Sub(n.at))
 	if throttled {
-		s.obs.Jobs.Throttled(n.job.Queue)
+		s.cfg.Jobs.Throttled(n.job.Queue)
 	}
-	_, span := s.obs.Tracer.StartJob(ctx, n.job, n.at)
+	_, span := s.cfg.Tracer.StartJob(ctx, n.job, n.at)
 	span.End(o, out.Error, now)
 }
