@@ -19,8 +19,11 @@ import (
 // State is where a job is in its lifecycle.
 type State string
 
-// The five states of a job. Succeeded, failed and canceled are final.
+// The six states of a job. Succeeded, failed and canceled are final. A
+// waiting job (a workflow task whose dependencies are not final) is
+// never claimed.
 const (
+	StateWaiting   State = "waiting"
 	StateQueued    State = "queued"
 	StateRunning   State = "running"
 	StateSucceeded State = "succeeded"

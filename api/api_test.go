@@ -62,7 +62,7 @@ func TestDurationSeconds(t *testing.T) {
 
 func TestStateFinal(t *testing.T) {
 	for s, final := range map[api.State]bool{
-		api.StateQueued: false, api.StateRunning: false,
+		api.StateWaiting: false, api.StateQueued: false, api.StateRunning: false,
 		api.StateSucceeded: true, api.StateFailed: true, api.StateCanceled: true,
 	} {
 		if s.Final() != final {

@@ -79,6 +79,9 @@ type Config struct {
 	// must stay well under it. Default job.DefaultLeaseTTL (60s); at
 	// least 1s.
 	LeaseTTL time.Duration
+	// WorkflowMaxTasks bounds the tasks of a workflow this engine submits
+	// (SubmitWorkflow); 0 is job.DefaultWorkflowMaxTasks (10 000).
+	WorkflowMaxTasks int
 	// AbandonGrace is how long a handler may run past its job's deadline
 	// (its context ended at the deadline) before the engine stops
 	// counting it against its pool, logs it and records it
@@ -177,6 +180,9 @@ func (c Config) Validate() error {
 	}
 	if c.LeaseTTL != 0 && c.LeaseTTL < time.Second {
 		return job.Invalid("LeaseTTL", "must be at least 1s, got %s", c.LeaseTTL)
+	}
+	if c.WorkflowMaxTasks < 0 {
+		return job.Invalid("WorkflowMaxTasks", "must not be negative, got %d", c.WorkflowMaxTasks)
 	}
 	return validateQueues(c.Queues)
 }

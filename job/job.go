@@ -13,8 +13,12 @@ import (
 // State is where a job is in its lifecycle.
 type State string
 
-// The five states of a job. Succeeded, failed and canceled are final.
+// The six states of a job. Succeeded, failed and canceled are final.
+// A waiting job is not queued: it is never claimed and holds no lease
+// until what it waits for (Job.WaitFor) moves it to queued, or it ends
+// canceled.
 const (
+	StateWaiting   State = "waiting"
 	StateQueued    State = "queued"
 	StateRunning   State = "running"
 	StateSucceeded State = "succeeded"
@@ -23,14 +27,14 @@ const (
 )
 
 // States lists every state, in lifecycle order.
-var States = []State{StateQueued, StateRunning, StateSucceeded, StateFailed, StateCanceled}
+var States = []State{StateWaiting, StateQueued, StateRunning, StateSucceeded, StateFailed, StateCanceled}
 
 // Final reports whether no transition leaves s except an operator's retry.
 func (s State) Final() bool {
 	return s == StateSucceeded || s == StateFailed || s == StateCanceled
 }
 
-// Valid reports whether s is one of the five states.
+// Valid reports whether s is one of the six states.
 func (s State) Valid() bool {
 	for _, v := range States {
 		if s == v {
@@ -133,6 +137,29 @@ type Job struct {
 	Rerun          int
 	PreviousState  State
 	PreviousResult json.RawMessage
+
+	// WorkflowID is the workflow the job is a task of, and Ref its name
+	// in it (see Workflow); the zero UUID and "" for a job outside any
+	// workflow.
+	WorkflowID uuid.UUID
+	Ref        string
+	// RunOn says when a task runs given how its dependencies ended
+	// (RunOnSuccess, RunOnAny); "" outside a workflow.
+	RunOn RunOn
+	// WaitFor is what a waiting job waits for (WaitDependencies); "" in
+	// any other state.
+	WaitFor WaitFor
+	// Dependencies counts the tasks a task depends on, and Pending those
+	// of them not final yet, while the task waits for them (0 otherwise).
+	Dependencies int
+	Pending      int
+	// CanceledBy is the dependency whose failure or cancel canceled the
+	// task (the dependency rule: see Workflow); the zero UUID otherwise.
+	CanceledBy uuid.UUID
+	// Inputs are the results of a claimed task's dependencies, by ref
+	// (see Input): set by the claim that hands the task out, read from
+	// the store then, never stored in the task's row; nil otherwise.
+	Inputs map[string]Input
 }
 
 // EventKind names a journal entry.
@@ -154,6 +181,8 @@ const (
 	EventRerunRequested  EventKind = "rerun-requested" // an operator re-ran a finished job
 	EventTimedOut        EventKind = "timed-out"       // the attempt passed its deadline
 	EventThrottled       EventKind = "throttled"       // its handler said the downstream is overloaded
+	EventWaiting         EventKind = "waiting"         // a task waits for its dependencies
+	EventReleased        EventKind = "released"        // a task's dependencies ended: queued
 )
 
 // Event is one entry of a job's journal.

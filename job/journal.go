@@ -10,7 +10,9 @@ import (
 // A job's events journal lives in its row. Its three common entries are
 // implied by columns the transitions write anyway, and never stored:
 //
-//   - "queued" by created_at (attempt 0), always the first entry;
+//   - "queued" by created_at (attempt 0), always the first entry, or
+//     "waiting" for a workflow task submitted with dependencies (it waited
+//     for them first);
 //   - the current attempt's "claimed" by attempted_at (with the row's
 //     attempt, and lease_owner as its detail), while attempted_at is set;
 //   - a success's "succeeded" by state succeeded and finished_at (with
@@ -26,13 +28,18 @@ import (
 // of a job that leaves succeeded).
 
 // Journal renders the journal of the job j, oldest first, from its row
-// and the entries its journal column stores: "queued" at created_at, the
-// stored entries, then the entries the row implies (see implied). It
-// reads j's ID, State, Attempt, LeaseOwner, CreatedAt, AttemptedAt and
-// FinishedAt only. An event's ID is its position, 1, 2, 3…
+// and the entries its journal column stores: "queued" at created_at
+// ("waiting" for a task with dependencies), the stored entries, then the
+// entries the row implies (see implied). It reads j's ID, State,
+// Attempt, LeaseOwner, CreatedAt, AttemptedAt, FinishedAt and
+// Dependencies only. An event's ID is its position, 1, 2, 3…
 func Journal(j *Job, stored []Event) []Event {
 	events := make([]Event, 0, len(stored)+3)
-	events = append(events, Event{Kind: EventQueued, At: j.CreatedAt, Attempt: 0})
+	first := EventQueued
+	if j.Dependencies > 0 {
+		first = EventWaiting
+	}
+	events = append(events, Event{Kind: first, At: j.CreatedAt, Attempt: 0})
 	events = append(events, stored...)
 	events = append(events, implied(FactsOf(j))...)
 	for i := range events {

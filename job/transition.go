@@ -128,6 +128,8 @@ type Facts struct {
 	// deadline came from its queue's default).
 	Rerun   int
 	Timeout time.Duration
+	// WaitFor is what a waiting job waits for ("" in any other state).
+	WaitFor WaitFor
 }
 
 // AttemptsLeft reports whether the job may run again after the attempt
@@ -137,7 +139,8 @@ func (f Facts) AttemptsLeft() bool { return f.Attempt < f.MaxAttempts }
 // FactsOf returns the facts of j.
 func FactsOf(j *Job) Facts {
 	return Facts{State: j.State, Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, CancelRequested: j.CancelRequested,
-		AttemptedAt: j.AttemptedAt, LeaseOwner: j.LeaseOwner, FinishedAt: j.FinishedAt, Rerun: j.Rerun, Timeout: j.Timeout}
+		AttemptedAt: j.AttemptedAt, LeaseOwner: j.LeaseOwner, FinishedAt: j.FinishedAt, Rerun: j.Rerun, Timeout: j.Timeout,
+		WaitFor: j.WaitFor}
 }
 
 // Transition is a decided change of one job: the values its row takes and
@@ -186,6 +189,12 @@ type Transition struct {
 	// rerun counter, the previous state, the previous result (the row's
 	// result, which it keeps) and, when given, the args.
 	Rerun *RerunChange
+	// Task, set only by the transitions of workflow tasks that wait or
+	// leave waiting (task.go, and Cancel of a waiting job), is what
+	// such a transition writes besides: what the job waits for, its
+	// pending dependencies, the dependency that canceled it. Nil leaves
+	// them as they are.
+	Task *TaskChange
 }
 
 // RerunChange is what a rerun writes beyond a transition to queued.
@@ -287,8 +296,8 @@ func Rescue(f Facts, now time.Time) (Transition, error) {
 	return t, nil
 }
 
-// Cancel decides an operator's cancel: a queued job is canceled at once
-// ("canceled"); a running one is asked to stop (cancel requested,
+// Cancel decides an operator's cancel: a queued or waiting job is
+// canceled at once ("canceled"); a running one is asked to stop (cancel requested,
 // "cancel-requested"), and its holder ends it. write is false for a
 // running job whose cancel was already requested: the cancel is
 // idempotent and writes nothing, not even a journal entry. ErrWrongState
@@ -299,6 +308,9 @@ func Cancel(f Facts, now time.Time) (t Transition, write bool, err error) {
 	switch {
 	case f.State == StateQueued:
 		t.end(StateCanceled, now)
+	case f.State == StateWaiting:
+		t.end(StateCanceled, now)
+		t.Task = &TaskChange{}
 	case f.State == StateRunning && f.CancelRequested:
 		return Transition{}, false, nil
 	case f.State == StateRunning:

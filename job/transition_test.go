@@ -243,13 +243,16 @@ func TestCancel(t *testing.T) {
 				name := fmt.Sprintf("cancel a %s job, cancel requested %v, attempt %d of 3", s, requested, attempt)
 				got, write, err := Cancel(f, now)
 				switch {
-				case s == StateQueued:
+				case s == StateQueued || s == StateWaiting:
 					if err != nil || !write {
 						t.Fatalf("%s: write %v err %v", name, write, err)
 					}
 					want{StateCanceled, EventCanceled, attempt, keep, attempt, "", nil, false}.check(t, name, f, got)
 					if got.RequestsCancel() {
 						t.Errorf("%s: notifies a holder", name)
+					}
+					if (s == StateWaiting) != (got.Task != nil) || got.Task != nil && *got.Task != (TaskChange{}) {
+						t.Errorf("%s: task change %+v, want it cleared exactly for a waiting job", name, got.Task)
 					}
 				case s == StateRunning && !requested:
 					if err != nil || !write {

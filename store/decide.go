@@ -13,11 +13,15 @@ import (
 // Held is a running job whose lease a driver found still held, read with
 // its row locked in the transaction that will apply the decision: the
 // lease that fences the write (its ID and Token), the job's queue (for
-// wake-ups) and its facts (LeaseOwner is the row's lease_owner).
+// wake-ups), its facts (LeaseOwner is the row's lease_owner) and, for a
+// workflow task, its workflow (for the workflow step).
 type Held struct {
 	Lease
 	Queue string
 	job.Facts
+	// Task is the workflow and ref of a workflow task; zero for a job
+	// outside any workflow.
+	Task WorkflowTask
 }
 
 // OwnerOf is the owner that fences l in a batch whose caller is owner:
@@ -42,6 +46,8 @@ type Decided struct {
 	job.Transition
 	Alert   string
 	Outcome OutcomeStatus
+	// Task is the held job's workflow and ref (Held.Task).
+	Task WorkflowTask
 }
 
 // DecideFinish decides what each outcome does (job.Finish), at now, given
@@ -75,7 +81,7 @@ func DecideFinish(outcomes []Outcome, held []Held, now time.Time) ([]Decided, []
 		if err != nil {
 			return nil, nil, fmt.Errorf("finish job %s: %w", o.ID, err)
 		}
-		decided = append(decided, Decided{Lease: h.Lease, Queue: h.Queue, Transition: t, Alert: AlertOf(t), Outcome: o.Status})
+		decided = append(decided, Decided{Lease: h.Lease, Queue: h.Queue, Transition: t, Alert: AlertOf(t), Outcome: o.Status, Task: h.Task})
 		results[i] = resultOf(t)
 	}
 	return decided, results, nil
@@ -146,7 +152,7 @@ func DecideRescue(held []Held, now time.Time) ([]Decided, error) {
 		if err != nil {
 			return nil, fmt.Errorf("rescue job %s: %w", h.ID, err)
 		}
-		decided[i] = Decided{Lease: h.Lease, Queue: h.Queue, Transition: t, Alert: AlertOf(t)}
+		decided[i] = Decided{Lease: h.Lease, Queue: h.Queue, Transition: t, Alert: AlertOf(t), Task: h.Task}
 	}
 	return decided, nil
 }
@@ -165,7 +171,7 @@ func DecideTimeOut(held []Held, now time.Time, retryDelay func(queue string, att
 		if err != nil {
 			return nil, fmt.Errorf("time out job %s: %w", h.ID, err)
 		}
-		decided[i] = Decided{Lease: h.Lease, Queue: h.Queue, Transition: t, Alert: AlertOf(t)}
+		decided[i] = Decided{Lease: h.Lease, Queue: h.Queue, Transition: t, Alert: AlertOf(t), Task: h.Task}
 	}
 	return decided, nil
 }
@@ -173,8 +179,13 @@ func DecideTimeOut(held []Held, now time.Time, retryDelay func(queue string, att
 // DecideRerun decides a rerun of cur, read with its row locked, at now
 // (job.Rerun), checking the new args of params first (job.RerunArgs;
 // maxArgs as for an insert). write is false for a rerun that changes
-// nothing.
+// nothing. A workflow's task is never re-run (job.ErrWrongState): its
+// dependents consumed its result; retry it, or its workflow, instead.
 func DecideRerun(cur *job.Job, params RerunParams, now time.Time, maxArgs int) (t job.Transition, write bool, err error) {
+	if cur.WorkflowID != uuid.Nil {
+		return job.Transition{}, false, fmt.Errorf("job %s is a task of workflow %s: retry it, or the workflow, instead of a rerun: %w",
+			cur.ID, cur.WorkflowID, job.ErrWrongState)
+	}
 	var (
 		args json.RawMessage
 		hash string

@@ -88,6 +88,7 @@ var ErrCalledInTx = errors.New("store: the Store was called inside its own trans
 // run in that transaction. What they notify is sent once it commits.
 type Executor interface {
 	JobStore
+	WorkflowStore
 	QueueStore
 	KeyStore
 	WorkerStore

@@ -86,6 +86,9 @@ const (
 	WebhookJobTimedOut = "job.timed_out"
 	// WebhookWorkerOffline: a remote worker was marked offline.
 	WebhookWorkerOffline = "worker.offline"
+	// WebhookWorkflowFinished: a workflow ended (its last task became
+	// final): the event's Workflow fields say which and how.
+	WebhookWorkflowFinished = "workflow.finished"
 )
 
 // AlertOf is the outbox event a transition records, decided here for
@@ -147,6 +150,12 @@ type WebhookEvent struct {
 
 	// The worker of a worker event.
 	WorkerID, WorkerName string
+
+	// The workflow of a workflow event: its id, its name and the state it
+	// ended in (FinishedAt is when).
+	WorkflowID    uuid.UUID
+	WorkflowName  string
+	WorkflowState job.WorkflowState
 }
 
 // WebhookLimitKey names one rate limit: a subscription, an alert type and

@@ -41,7 +41,7 @@ const ModeSteady = "steady"
 const ModeVacuum = "vacuum"
 
 // Named are the modes run only when asked for by name, not by "all".
-var Named = []string{ModeSteady, ModeVacuum, ModeProcess, ModeFlow, ModeNodes, ModeRemote}
+var Named = []string{ModeSteady, ModeVacuum, ModeProcess, ModeFlow, ModeNodes, ModeRemote, ModeWorkflow}
 
 // Config says what to measure.
 type Config struct {
@@ -76,7 +76,8 @@ type Config struct {
 	// (default DefaultNodes); NodeConcurrency each node's worker pool
 	// (default DefaultNodeConcurrency); Runs how many times it measures
 	// each count (default 1), reporting the min, median and max (the
-	// remote mode's runs too).
+	// remote mode's runs too). The workflow mode runs its two measures
+	// Runs times in turn too.
 	Nodes           []int
 	NodeConcurrency int
 	Runs            int
@@ -194,6 +195,8 @@ func runMode(ctx context.Context, cfg Config, mode string, w io.Writer) ([]Figur
 		return flowBench(ctx, cfg, w)
 	case ModeNodes:
 		return nodesBench(ctx, cfg, w)
+	case ModeWorkflow:
+		return workflowBench(ctx, cfg, w)
 	case ModeRemote:
 		return remoteBench(ctx, cfg, w)
 	}

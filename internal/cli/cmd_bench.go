@@ -47,7 +47,7 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	hold := fs.Duration("hold", 0, "flow mode: how long each job runs (0: a no-op); with no-op jobs one partition's seldom overlap")
 	nodes := fs.String("nodes", "1,2,4,8", "nodes mode: the counts of `jobd serve` nodes to measure, in turn")
 	nodeConc := fs.Int("node-concurrency", bench.DefaultNodeConcurrency, "nodes mode: each node's worker pool")
-	runs := fs.Int("runs", 1, "nodes and remote modes: runs of each (the figures are their min, median and max)")
+	runs := fs.Int("runs", 1, "nodes, remote and workflow modes: runs of each (the figures are their min, median and max)")
 	remoteWorkers := fs.Int("workers", bench.DefaultRemoteWorkers, "remote mode: Go SDK workers, each with a worker key of its own")
 	remoteSlots := fs.Int("worker-concurrency", bench.DefaultRemoteSlots, "remote mode: each SDK worker's concurrency")
 	keep := fs.Bool("keep", false, "leave the bench queue's jobs in the database")

@@ -223,7 +223,7 @@ func (s *executor) claimOnce(ctx context.Context, p claimPlan) (claimResult, err
 			if err != nil {
 				return err
 			}
-			if res.jobs, err = scanJobs(rows); err != nil {
+			if res.jobs, err = scanClaimed(rows); err != nil {
 				return err
 			}
 			if p.queue != "" && isolation != "read committed" {

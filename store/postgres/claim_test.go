@@ -99,7 +99,7 @@ func TestClaimLockKeyRaceLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(t.Context()) }()
-	won, err := scanJobs(must(tx.Query(t.Context(), claimSQL, nil, job.DefaultQueue, 1, "winner", []string{}, nil, time.Duration(0), nil)))
+	won, err := scanClaimed(must(tx.Query(t.Context(), claimSQL, nil, job.DefaultQueue, 1, "winner", []string{}, nil, time.Duration(0), nil)))
 	if err != nil || len(won) != 1 || won[0].Kind != "first" {
 		t.Fatalf("winner's claim: %v %v, want the first job", won, err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
@@ -18,7 +19,13 @@ import (
 // reads nothing first. Any other batch takes two round trips: one locks
 // the rows still held (BEGIN travels with it), then, decided in Go
 // (store.DecideFinish), one statement applies the decisions (COMMIT
-// travels with it). See store.Store.
+// travels with it); a batch that ends workflow tasks takes one more
+// between them, the workflow step (lockStep). The hot statement leaves
+// workflow tasks alone (it commits with its round, before it could know
+// of them): the outcomes it did not apply, tasks' and lost leases', then
+// take the general path, in a transaction of their own (in the caller's
+// transaction, in that one), where each task's end and its workflow step
+// commit together. See store.Store.
 func (s *executor) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]store.FinishResult, error) {
 	if len(outcomes) == 0 {
 		return []store.FinishResult{}, nil
@@ -36,21 +43,16 @@ func (s *executor) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]s
 		if err != nil {
 			return nil, errorf("postgres: finish: %w", err)
 		}
+		results, err = s.finishRest(ctx, outcomes, results)
+		if err != nil {
+			return nil, err
+		}
 		return s.repeats(ctx, outcomes, results)
 	}
-	var (
-		results []store.FinishResult
-		applied applied
-	)
-	err := s.transact(ctx, func(r *rounds) error {
-		var err error
-		results, applied, err = s.finish(ctx, r, outcomes)
-		return err
-	})
+	results, err := s.finishGeneral(ctx, outcomes)
 	if err != nil {
 		return nil, errorf("postgres: finish: %w", err)
 	}
-	s.afterCommit(func() { s.wakeLater(applied) })
 	return s.repeats(ctx, outcomes, results)
 }
 
@@ -92,6 +94,60 @@ func (s *executor) repeats(ctx context.Context, outcomes []store.Outcome, result
 	}
 	store.MarkRepeats(outcomes, results, accepted)
 	return results, nil
+}
+
+// finishRest applies, by the general path, the outcomes of a batch of
+// successes that the hot statement did not apply (results[i].Lost): a
+// workflow task's, or a lease lost indeed, which the general path
+// reports lost again.
+func (s *executor) finishRest(ctx context.Context, outcomes []store.Outcome, results []store.FinishResult) ([]store.FinishResult, error) {
+	var (
+		rest  []store.Outcome
+		index []int
+	)
+	for i, r := range results {
+		if r.Lost {
+			rest, index = append(rest, outcomes[i]), append(index, i)
+		}
+	}
+	if len(rest) == 0 {
+		return results, nil
+	}
+	more, err := s.finishGeneral(ctx, rest)
+	if err != nil {
+		return nil, errorf("postgres: finish: %w", err)
+	}
+	for n, i := range index {
+		results[i] = more[n]
+	}
+	return results, nil
+}
+
+// finishGeneral is the general path of JobFinish, in a transaction of
+// its own (or the caller's). Every transaction locks tasks in one order
+// (see workflow_reach_lock.sql); should PostgreSQL still break a
+// deadlock by failing this one, a transaction of its own is run again
+// (in the caller's, the deadlock aborted it: the error goes back).
+func (s *executor) finishGeneral(ctx context.Context, outcomes []store.Outcome) ([]store.FinishResult, error) {
+	for try := 0; ; try++ {
+		var (
+			results []store.FinishResult
+			applied applied
+		)
+		err := s.transact(ctx, func(r *rounds) error {
+			var err error
+			results, applied, err = s.finish(ctx, r, outcomes)
+			return err
+		})
+		if err != nil && s.tx == nil && deadlock(err) && try < insertRounds {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.afterCommit(func() { s.wakeLater(applied) })
+		return results, nil
+	}
 }
 
 // finishSucceeded applies a batch of successes of distinct jobs in one
@@ -156,10 +212,14 @@ func (s *executor) finish(ctx context.Context, r *rounds, outcomes []store.Outco
 	if err != nil {
 		return nil, applied{}, err
 	}
-	if err := s.setStateIfRunning(ctx, r, now, decided); err != nil {
+	st, err := s.lockStep(ctx, r, store.EndsOf(decided), nil, at)
+	if err != nil {
+		return nil, applied{}, fmt.Errorf("workflow step: %w", err)
+	}
+	if err := s.setStateIfRunning(ctx, r, now, decided, st); err != nil {
 		return nil, applied{}, err
 	}
-	return results, applied{decided: decided, at: at}, nil
+	return results, applied{decided: decided, at: at, step: st}, nil
 }
 
 // lockHeld runs query, lock_held.sql, lock_expired.sql or
@@ -178,11 +238,12 @@ func lockHeld(ctx context.Context, r *rounds, query string, args ...any) ([]stor
 			return err
 		}
 		var (
-			h       store.Held
-			timeout *time.Duration
+			h          store.Held
+			timeout    *time.Duration
+			workflowID pgtype.UUID
 		)
 		dest := []any{uuidDest(&h.ID), uuidDest(&h.Token), &h.Queue, &h.Attempt,
-			&h.MaxAttempts, &h.CancelRequested, &h.LeaseOwner, &h.AttemptedAt}
+			&h.MaxAttempts, &h.CancelRequested, &h.LeaseOwner, &h.AttemptedAt, &workflowID, &h.Task.Ref}
 		if withTimeout {
 			dest = append(dest, &timeout)
 		}
@@ -192,6 +253,7 @@ func lockHeld(ctx context.Context, r *rounds, query string, args ...any) ([]stor
 			if timeout != nil {
 				h.Timeout = *timeout
 			}
+			h.Task.WorkflowID = workflowID.Bytes
 			held = append(held, h)
 			return nil
 		})
@@ -205,16 +267,21 @@ func lockHeld(ctx context.Context, r *rounds, query string, args ...any) ([]stor
 type applied struct {
 	decided []store.Decided
 	at      time.Time // the transaction's time
+	step    *step     // the workflow step, if any
 }
 
 // setStateIfRunning applies decided transitions out of running, each
 // fenced by state running and its lease token, in one statement
 // (set_state_if_running.sql), in the last round of r, with the journal
 // entries, attempted_at and outbox events they decided, and the
-// throttles they set (flow_throttle.sql, in the same round). The rows were locked by this
+// throttles they set (flow_throttle.sql, in the same round), and the
+// workflow step st (nil for none). The rows were locked by this
 // transaction, so every one of them applies; one that did not would be a
 // bug, and fails the transaction.
-func (s *executor) setStateIfRunning(ctx context.Context, r *rounds, now *time.Time, decided []store.Decided) error {
+func (s *executor) setStateIfRunning(ctx context.Context, r *rounds, now *time.Time, decided []store.Decided, st *step) error {
+	if err := st.prepare(now); err != nil {
+		return err
+	}
 	n := len(decided)
 	var (
 		ids, tokens                       = make([][16]byte, n), make([][16]byte, n)
@@ -250,14 +317,15 @@ func (s *executor) setStateIfRunning(ctx context.Context, r *rounds, now *time.T
 		if len(throttles) > 0 {
 			b.Queue(flowThrottleSQL, now, throttled, untils)
 		}
+		st.queue(b)
 	}
 	send := r.round
-	if n > 0 {
+	if n > 0 || !st.empty() {
 		send = r.pinnedRound // each job a probe of the primary key
 	}
 	return send(ctx, true, queue, func(br pgx.BatchResults) error {
 		if n == 0 {
-			return nil
+			return st.read(br)
 		}
 		tag, err := br.Exec()
 		if err != nil {
@@ -271,7 +339,7 @@ func (s *executor) setStateIfRunning(ctx context.Context, r *rounds, now *time.T
 				return fmt.Errorf("throttle: %w", err)
 			}
 		}
-		return nil
+		return st.read(br)
 	})
 }
 
@@ -291,4 +359,5 @@ func (s *executor) wakeLater(a applied) {
 	for queue, t := range later {
 		s.delayed.At(queue, t)
 	}
+	s.wakeStepLater(a.step)
 }

@@ -123,6 +123,12 @@ func (b *insertBatch) add(p *job.InsertParams, argsHash string) error {
 	if err != nil {
 		return errorf("postgres: new job id: %w", err)
 	}
+	b.addWithID(id, p, argsHash)
+	return nil
+}
+
+// addWithID adds the job p describes, with id.
+func (b *insertBatch) addWithID(id uuid.UUID, p *job.InsertParams, argsHash string) {
 	b.ids = append(b.ids, id)
 	b.queues = append(b.queues, p.Queue)
 	b.kinds = append(b.kinds, p.Kind)
@@ -148,7 +154,6 @@ func (b *insertBatch) add(p *job.InsertParams, argsHash string) error {
 		b.callbackURLs = append(b.callbackURLs, p.CallbackURL)
 	}
 	b.fingerprints = appendSparse(b.fingerprints, len(b.ids)-1, p.IdempotencyFingerprint)
-	return nil
 }
 
 // appendSparse appends v to vs, a column that stays nil (SQL NULL: none

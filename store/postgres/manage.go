@@ -43,7 +43,26 @@ func (s *executor) cancel(ctx context.Context, r *rounds, id uuid.UUID) (*job.Jo
 	if !write {
 		return cur, r.round(ctx, true, func(*pgx.Batch) {}, func(pgx.BatchResults) error { return nil }) // commit
 	}
+	if cur.WorkflowID != uuid.Nil && t.State.Final() {
+		return s.endTask(ctx, r, now, at, cur, t)
+	}
 	return setState(ctx, r, now, cur, t)
+}
+
+// endTask applies t, an operator's transition that ends the workflow task
+// cur (its row locked by this transaction), with its workflow step, in
+// the last rounds of r, and returns the task as it now is.
+func (s *executor) endTask(ctx context.Context, r *rounds, now *time.Time, at time.Time, cur *job.Job, t job.Transition) (*job.Job, error) {
+	end := store.TaskEnd{ID: cur.ID, WorkflowID: cur.WorkflowID, Ref: cur.Ref, From: cur.State, State: t.State}
+	own := []store.TaskDecided{{ID: cur.ID, Queue: cur.Queue, Transition: t}}
+	st, err := s.lockStep(ctx, r, []store.TaskEnd{end}, own, at)
+	if err != nil {
+		return nil, fmt.Errorf("workflow step: %w", err)
+	}
+	if err := s.applyStep(ctx, r, now, st); err != nil {
+		return nil, err
+	}
+	return st.changedJob(cur.ID), nil
 }
 
 // JobRetry puts a failed or canceled job back to queued. One transaction
@@ -67,6 +86,14 @@ func (s *executor) retry(ctx context.Context, r *rounds, id uuid.UUID) (*job.Job
 	cur, at, err := lockJob(ctx, r, now, id)
 	if err != nil {
 		return nil, err
+	}
+	if cur.WorkflowID != uuid.Nil {
+		retried := []job.WorkflowEvent{{Kind: job.WorkflowEventRetried, At: at, Detail: fmt.Sprintf("task %q retried", cur.Ref)}}
+		st, err := s.retryTasks(ctx, r, now, cur.WorkflowID, []uuid.UUID{cur.ID}, retried)
+		if err != nil {
+			return nil, err
+		}
+		return st.changedJob(cur.ID), nil
 	}
 	t, err := job.Retry(job.FactsOf(cur), at)
 	if err != nil {
@@ -194,6 +221,7 @@ func (s *executor) JobRescue(ctx context.Context, limit int) (int, error) {
 	if err != nil {
 		return 0, errorf("postgres: rescue expired leases: %w", err)
 	}
+	s.afterCommit(func() { s.wakeStepLater(done.step) })
 	return len(done.decided), nil
 }
 
@@ -210,7 +238,11 @@ func (s *executor) rescue(ctx context.Context, r *rounds, limit int) (applied, e
 	if err != nil {
 		return applied{}, err
 	}
-	return applied{decided: decided, at: at}, s.setStateIfRunning(ctx, r, now, decided)
+	st, err := s.lockStep(ctx, r, store.EndsOf(decided), nil, at)
+	if err != nil {
+		return applied{}, fmt.Errorf("workflow step: %w", err)
+	}
+	return applied{decided: decided, at: at, step: st}, s.setStateIfRunning(ctx, r, now, decided, st)
 }
 
 // JobTimeOut ends the attempts that passed their deadline: one
@@ -232,8 +264,12 @@ func (s *executor) JobTimeOut(ctx context.Context, params store.TimeOutParams) (
 		if err != nil {
 			return err
 		}
-		done = applied{decided: decided, at: at}
-		return s.setStateIfRunning(ctx, r, now, decided)
+		st, err := s.lockStep(ctx, r, store.EndsOf(decided), nil, at)
+		if err != nil {
+			return fmt.Errorf("workflow step: %w", err)
+		}
+		done = applied{decided: decided, at: at, step: st}
+		return s.setStateIfRunning(ctx, r, now, decided, st)
 	})
 	if err != nil {
 		return 0, errorf("postgres: time out overdue attempts: %w", err)
@@ -243,14 +279,23 @@ func (s *executor) JobTimeOut(ctx context.Context, params store.TimeOutParams) (
 }
 
 // JobPrune deletes old finished jobs and their journal, and the
-// partitions' flow state that has passed. See store.Store.
+// partitions' flow state that has passed, in one statement, then old
+// finished workflows with their tasks, in another (workflow_prune.sql).
+// See store.Store.
 func (s *executor) JobPrune(ctx context.Context, before time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
 	}
-	var n int
+	var n, tasks int
 	if err := s.db.QueryRow(ctx, pruneSQL, before, limit, s.now()).Scan(&n); err != nil {
 		return 0, errorf("postgres: prune finished jobs: %w", err)
 	}
-	return n, nil
+	err := s.transact(ctx, func(r *rounds) error {
+		return r.pinnedRound(ctx, true, func(b *pgx.Batch) { b.Queue(workflowPruneSQL, before, limit) },
+			func(br pgx.BatchResults) error { return br.QueryRow().Scan(&tasks) })
+	})
+	if err != nil {
+		return 0, errorf("postgres: prune finished workflows: %w", err)
+	}
+	return n + tasks, nil
 }

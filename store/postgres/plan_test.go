@@ -115,10 +115,11 @@ func checkPlans(t *testing.T, conn *pgx.Conn, table string, holdsRows bool) {
 	const batch = 1000
 	ids, tokens, nulls, entries := make([]string, batch), make([]string, batch), make([]string, batch), make([]string, batch)
 	states, zeros, owners := make([]string, batch), make([]string, batch), make([]string, batch)
+	waiting, falses := make([]string, batch), make([]string, batch)
 	for i := range ids {
 		ids[i], tokens[i], nulls[i], owners[i] = uuid.NewString(), uuid.NewString(), "NULL", `""`
 		entries[i] = `"[{\"kind\":\"failed\",\"at\":1,\"attempt\":1}]"`
-		states[i], zeros[i] = "failed", "0"
+		states[i], zeros[i], waiting[i], falses[i] = "failed", "0", "waiting", "false"
 	}
 	arr := func(elems []string) string { return "'{" + strings.Join(elems, ",") + "}'" }
 	id := "'" + uuid.NewString() + "'"
@@ -157,6 +158,18 @@ func checkPlans(t *testing.T, conn *pgx.Conn, table string, holdsRows bool) {
 		{"job_events", jobEventsSQL, []string{id}, "jobd_jobs_pkey", lookupBy, false},
 		{"queue_depth", queueDepthSQL, []string{"NULL", "'q1'"}, "jobd_jobs_claim", countedBy, false},
 		{"heartbeat", heartbeatSQL, []string{"NULL", arr(ids), arr(tokens), arr(owners)}, "jobd_jobs_pkey", lookupBy, true},
+		// The workflow step and a workflow's reads and writes: tasks by id,
+		// or by their workflow.
+		{"workflow_reach_lock", workflowReachLockSQL, []string{arr(ids), arr(falses)}, "jobd_jobs_pkey", lookupBy, true},
+		{"task_set_state", taskSetStateSQL, []string{"NULL", arr(ids), arr(waiting), arr(states), arr(nulls), arr(zeros),
+			arr(falses), arr(nulls), arr(nulls), arr(nulls), arr(entries), arr(nulls), arr(zeros), arr(nulls), arr(falses)},
+			"jobd_jobs_pkey", lookupBy, true},
+		{"tasks_lock", tasksLockSQL, []string{arr(ids)}, "jobd_jobs_pkey", lookupBy, true},
+		{"workflow_tasks_lock_active", workflowTasksLockActiveSQL, []string{id}, "jobd_jobs_workflow", lookupBy, true},
+		{"workflow_plan", workflowPlanSQL, []string{id}, "jobd_jobs_workflow", lookupBy, true},
+		{"workflow_tasks", workflowTasksSQL, []string{id}, "jobd_jobs_workflow", lookupBy, true},
+		{"workflow_edges", workflowEdgesSQL, []string{id}, "jobd_jobs_workflow", lookupBy, true},
+		{"workflow_prune", workflowPruneSQL, []string{"now()", "100"}, "jobd_jobs_workflow", lookupBy, true},
 	}
 	for _, st := range statements {
 		if _, err := conn.Exec(t.Context(), "PREPARE "+st.name+" AS "+st.sql); err != nil {

@@ -159,4 +159,40 @@ var (
 	settingInitSQL string
 	//go:embed sql/setting_get.sql
 	settingGetSQL string
+	//go:embed sql/workflow_insert.sql
+	workflowInsertSQL string
+	//go:embed sql/workflow_lookup.sql
+	workflowLookupSQL string
+	//go:embed sql/workflow_tasks_insert.sql
+	workflowTasksInsertSQL string
+	//go:embed sql/workflow_reach_lock.sql
+	workflowReachLockSQL string
+	//go:embed sql/workflow_lock.sql
+	workflowLockSQL string
+	//go:embed sql/task_set_state.sql
+	taskSetStateSQL string
+	//go:embed sql/workflow_set.sql
+	workflowSetSQL string
+	//go:embed sql/workflow_tasks_lock_active.sql
+	workflowTasksLockActiveSQL string
+	//go:embed sql/workflow_plan.sql
+	workflowPlanSQL string
+	//go:embed sql/workflow_edges.sql
+	workflowEdgesSQL string
+	//go:embed sql/tasks_lock.sql
+	tasksLockSQL string
+	//go:embed sql/workflow_get.sql
+	workflowGetSQL string
+	//go:embed sql/workflow_tasks.sql
+	workflowTasksSQL string
+	//go:embed sql/workflow_list.sql
+	workflowListSQL string
+	//go:embed sql/workflow_count.sql
+	workflowCountSQL string
+	//go:embed sql/workflow_prune.sql
+	workflowPruneSQL string
+	//go:embed sql/workflow_delete.sql
+	workflowDeleteSQL string
+	//go:embed sql/workflow_tasks_lock_all.sql
+	workflowTasksLockAllSQL string
 )

@@ -155,7 +155,7 @@ func (s *executor) JobEvents(ctx context.Context, id uuid.UUID) ([]job.Event, er
 		journal []byte
 	)
 	err := s.db.QueryRow(ctx, jobEventsSQL, pgUUID(id)).Scan(uuidDest(&j.ID), &state, &j.Attempt, &j.LeaseOwner,
-		&j.CreatedAt, &j.AttemptedAt, &j.FinishedAt, &journal)
+		&j.CreatedAt, &j.AttemptedAt, &j.FinishedAt, &journal, &j.Dependencies)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // jobRow receives the columns every statement that returns whole jobs
@@ -19,8 +20,13 @@ import (
 //	idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
 //	last_error, created_at, started_at, finished_at, updated_at,
 //	requires, prefers, attempted_at, trace_parent,
-//	schedule, scheduled_for, timeout, deadline, rerun, previous_state, previous_result, callback_url
+//	schedule, scheduled_for, timeout, deadline, rerun, previous_state, previous_result, callback_url,
+//	CASE WHEN workflow_id IS NOT NULL OR wait_for IS NOT NULL THEN json_build_array(
+//	    workflow_id, workflow_ref, run_on, wait_for, dependencies, pending, canceled_by) END
 //
+// The last is the columns of a workflow task, or of a waiting job, as
+// one JSON array (store.DecodeTaskColumns), and one NULL for any other job: a job
+// outside workflows costs the client one column more, not seven.
 // The journal column is not among them: only JobEvents reads it.
 type jobRow struct {
 	j                                                    job.Job
@@ -32,6 +38,7 @@ type jobRow struct {
 	schedule, previousState                              pgtype.Text
 	timeout                                              *time.Duration
 	previousResult                                       []byte
+	task                                                 []byte
 }
 
 // dest returns the scan destinations, in column order.
@@ -44,6 +51,7 @@ func (r *jobRow) dest() []any {
 		&r.lastError, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.UpdatedAt,
 		&j.Requires, &j.Prefers, &j.AttemptedAt, &r.traceParent,
 		&r.schedule, &j.ScheduledFor, &r.timeout, &j.Deadline, &j.Rerun, &r.previousState, &r.previousResult, &r.callbackURL,
+		&r.task,
 	}
 }
 
@@ -69,6 +77,11 @@ func (r *jobRow) job() (*job.Job, error) {
 	j.CallbackURL = r.callbackURL.String
 	j.Checkpoint = r.checkpoint
 	j.Result = r.result
+	if r.task != nil {
+		if err := store.DecodeTaskColumns(&j, r.task); err != nil {
+			return nil, errorf("postgres: job %s: %w", j.ID, err)
+		}
+	}
 	if r.progress != nil {
 		if err := json.Unmarshal(r.progress, &j.Progress); err != nil {
 			return nil, errorf("postgres: job %s: decode progress: %w", j.ID, err)

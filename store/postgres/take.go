@@ -35,6 +35,8 @@ func (s *executor) JobTake(ctx context.Context, id uuid.UUID) (*job.Job, error) 
 			return j, nil
 		case !j.State.Final():
 			return nil, errorf("postgres: take job %s: job is %s: %w", id, j.State, job.ErrWrongState)
+		case j.WorkflowID != uuid.Nil:
+			return nil, errorf("postgres: take job %s: it is a task of workflow %s, which it goes with: %w", id, j.WorkflowID, job.ErrWrongState)
 		case try == staleReads:
 			// Still stale after several tries: another take (or retry) keeps
 			// winning the row; report it gone rather than loop.

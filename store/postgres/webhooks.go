@@ -104,14 +104,19 @@ func (s *executor) WebhookEventsTake(ctx context.Context, limit int) ([]store.We
 	}
 	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.WebhookEvent, error) {
 		var (
-			e     store.WebhookEvent
-			jobID pgtype.UUID
+			e                 store.WebhookEvent
+			jobID, workflowID pgtype.UUID
+			workflowState     string
 		)
 		err := row.Scan(&e.ID, &e.Type, &e.At, &jobID, &e.Queue, &e.Kind, &e.Attempt, &e.MaxAttempts,
-			&e.Error, &e.FinishedAt, &e.URL, &e.WorkerID, &e.WorkerName)
+			&e.Error, &e.FinishedAt, &e.URL, &e.WorkerID, &e.WorkerName, &workflowID, &e.WorkflowName, &workflowState)
 		if jobID.Valid {
 			e.JobID = uuid.UUID(jobID.Bytes)
 		}
+		if workflowID.Valid {
+			e.WorkflowID = uuid.UUID(workflowID.Bytes)
+		}
+		e.WorkflowState = job.WorkflowState(workflowState)
 		return e, err
 	})
 	if err != nil {

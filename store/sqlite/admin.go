@@ -20,7 +20,8 @@ import (
 func (s *executor) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 	var (
 		j         *job.Job
-		requested bool // this call asked a running job to stop
+		requested bool     // this call asked a running job to stop
+		wake      *wakeups // a workflow task's end: its dependents' wake-ups
 	)
 	err := s.jobsTx(ctx, func(tx *jobWrite) error {
 		cur, err := scanJob(tx.QueryRowContext(ctx, jobGetSQL, id.String()))
@@ -32,12 +33,20 @@ func (s *executor) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error
 			j = cur
 			return err
 		}
+		if cur.WorkflowID != uuid.Nil && t.State.Final() {
+			wake = newWakeups(tx.now, s.counted)
+			j, err = s.endTask(ctx, tx, wake, cur, t)
+			return err
+		}
 		j, err = setState(ctx, tx, cur, t)
 		requested = t.RequestsCancel()
 		return err
 	})
 	if err != nil {
 		return nil, errorf("sqlite: cancel job %s: %w", id, err)
+	}
+	if wake != nil {
+		s.send(wake)
 	}
 	if requested {
 		// After the commit, so that the holder's engine, whatever it does
@@ -60,6 +69,16 @@ func (s *executor) JobRetry(ctx context.Context, id uuid.UUID) (*job.Job, error)
 		wake = newWakeups(tx.now, s.counted)
 		cur, err := scanJob(tx.QueryRowContext(ctx, jobGetSQL, id.String()))
 		if err != nil {
+			return err
+		}
+		if cur.WorkflowID != uuid.Nil {
+			retried := []job.WorkflowEvent{{Kind: job.WorkflowEventRetried, Detail: fmt.Sprintf("task %q retried", cur.Ref)}}
+			_, changed, err := s.retryTasks(ctx, tx, wake, cur.WorkflowID, []uuid.UUID{cur.ID}, retried)
+			for _, c := range changed {
+				if c.ID == cur.ID {
+					j = c
+				}
+			}
 			return err
 		}
 		t, err := job.Retry(job.FactsOf(cur), fromMicro(tx.now))
@@ -221,6 +240,9 @@ func (s *executor) JobRescue(ctx context.Context, limit int) (int, error) {
 		if err := setStateIfRunning(ctx, tx, wake, decided); err != nil {
 			return err
 		}
+		if _, err := s.step(ctx, tx, wake, store.EndsOf(decided), nil); err != nil {
+			return fmt.Errorf("workflow step: %w", err)
+		}
 		n = len(decided)
 		return nil
 	})
@@ -256,6 +278,9 @@ func (s *executor) JobTimeOut(ctx context.Context, params store.TimeOutParams) (
 		if err := setStateIfRunning(ctx, tx, wake, decided); err != nil {
 			return err
 		}
+		if _, err := s.step(ctx, tx, wake, store.EndsOf(decided), nil); err != nil {
+			return fmt.Errorf("workflow step: %w", err)
+		}
 		n = len(decided)
 		return nil
 	})
@@ -289,6 +314,11 @@ func (s *executor) JobPrune(ctx context.Context, before time.Time, limit int) (i
 			return err
 		}
 		_, err = tx.ExecContext(ctx, prunePartitionsSQL, sql.Named("now", s.now()), sql.Named("limit", limit))
+		if err != nil {
+			return err
+		}
+		tasks, err := pruneWorkflows(ctx, tx, before.UnixMicro(), limit)
+		n += tasks
 		return err
 	})
 	if err != nil {
@@ -306,4 +336,17 @@ func deleteJobs(ctx context.Context, tx *sql.Tx, query string, args ...any) (int
 	}
 	n, err := res.RowsAffected()
 	return int(n), err
+}
+
+// endTask applies t, an operator's transition that ends the workflow task
+// cur, with its workflow step, in the write transaction, and returns the
+// task as it now is.
+func (s *executor) endTask(ctx context.Context, tx *jobWrite, wake *wakeups, cur *job.Job, t job.Transition) (*job.Job, error) {
+	end := store.TaskEnd{ID: cur.ID, WorkflowID: cur.WorkflowID, Ref: cur.Ref, From: cur.State, State: t.State}
+	own := []store.TaskDecided{{ID: cur.ID, Queue: cur.Queue, Transition: t}}
+	changed, err := s.step(ctx, tx, wake, []store.TaskEnd{end}, own)
+	if err != nil {
+		return nil, fmt.Errorf("workflow step: %w", err)
+	}
+	return changed[0], nil
 }

@@ -87,6 +87,9 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 		}
 		// RETURNING has no order: give the batch back best first.
 		sort.Slice(jobs, func(a, b int) bool { return rank[jobs[a].ID] < rank[jobs[b].ID] })
+		if err := readInputs(ctx, tx, jobs); err != nil {
+			return err
+		}
 		if limits != nil {
 			return limits.advance(ctx, tx, params.Queue, partitions)
 		}

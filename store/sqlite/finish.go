@@ -21,7 +21,10 @@ import (
 // path, is one statement that reads nothing first; any other batch reads
 // the facts of the jobs still held, decides in Go (store.DecideFinish:
 // of two outcomes for one lease the first wins) and applies the decisions,
-// with the journal entries they decided, in one statement.
+// with the journal entries they decided, in one statement, then the
+// workflow step of the workflow tasks it ended. The hot statement leaves
+// workflow tasks alone: the outcomes it did not apply (tasks', and lost
+// leases') take the general path, in the same transaction.
 func (s *executor) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]store.FinishResult, error) {
 	if len(outcomes) == 0 {
 		return nil, nil
@@ -38,8 +41,11 @@ func (s *executor) JobFinish(ctx context.Context, outcomes []store.Outcome) ([]s
 		var err error
 		if store.SucceededOnce(outcomes) {
 			results, err = finishSucceeded(ctx, tx, wake, outcomes)
+			if err == nil {
+				err = s.finishRest(ctx, tx, wake, outcomes, results)
+			}
 		} else {
-			results, err = finish(ctx, tx, wake, outcomes)
+			results, err = s.finish(ctx, tx, wake, outcomes)
 		}
 		if err != nil {
 			return err
@@ -124,9 +130,37 @@ func finishSucceeded(ctx context.Context, tx *jobWrite, wake *wakeups, outcomes 
 	return results, nil
 }
 
+// finishRest applies, by the general path, the outcomes of a batch of
+// successes that the hot statement did not apply (results[i].Lost): a
+// workflow task's, or a lease lost indeed, which the general path
+// reports lost again.
+func (s *executor) finishRest(ctx context.Context, tx *jobWrite, wake *wakeups, outcomes []store.Outcome, results []store.FinishResult) error {
+	var (
+		rest  []store.Outcome
+		index []int
+	)
+	for i, r := range results {
+		if r.Lost {
+			rest, index = append(rest, outcomes[i]), append(index, i)
+		}
+	}
+	if len(rest) == 0 {
+		return nil
+	}
+	more, err := s.finish(ctx, tx, wake, rest)
+	if err != nil {
+		return err
+	}
+	for n, i := range index {
+		results[i] = more[n]
+	}
+	return nil
+}
+
 // finish is the general path of JobFinish: read the facts of the jobs
-// still held, decide, apply.
-func finish(ctx context.Context, tx *jobWrite, wake *wakeups, outcomes []store.Outcome) ([]store.FinishResult, error) {
+// still held, decide, apply, and run the workflow step of the tasks it
+// ended.
+func (s *executor) finish(ctx context.Context, tx *jobWrite, wake *wakeups, outcomes []store.Outcome) ([]store.FinishResult, error) {
 	type lease struct {
 		ID    string `json:"id"`
 		Token string `json:"token"`
@@ -147,7 +181,13 @@ func finish(ctx context.Context, tx *jobWrite, wake *wakeups, outcomes []store.O
 	if err != nil {
 		return nil, err
 	}
-	return results, setStateIfRunning(ctx, tx, wake, decided)
+	if err := setStateIfRunning(ctx, tx, wake, decided); err != nil {
+		return nil, err
+	}
+	if _, err := s.step(ctx, tx, wake, store.EndsOf(decided), nil); err != nil {
+		return nil, fmt.Errorf("workflow step: %w", err)
+	}
+	return results, nil
 }
 
 // repeats tells, among the lost outcomes of the batch, the repeats of the
@@ -214,13 +254,13 @@ func lockHeld(ctx context.Context, tx *jobWrite, query string, args ...any) ([]s
 	var held []store.Held
 	for rows.Next() {
 		var (
-			id, token   string
-			attemptedAt sql.NullInt64
-			timeout     sql.NullInt64
-			h           = store.Held{Facts: job.Facts{State: job.StateRunning}} // the statement's fence
+			id, token, workflowID string
+			attemptedAt           sql.NullInt64
+			timeout               sql.NullInt64
+			h                     = store.Held{Facts: job.Facts{State: job.StateRunning}} // the statement's fence
 		)
 		dest := []any{&id, &token, &h.Queue, &h.Attempt, &h.MaxAttempts, &h.CancelRequested,
-			&h.LeaseOwner, &attemptedAt}
+			&h.LeaseOwner, &attemptedAt, &workflowID, &h.Task.Ref}
 		if withTimeout {
 			dest = append(dest, &timeout)
 		}
@@ -234,6 +274,11 @@ func lockHeld(ctx context.Context, tx *jobWrite, query string, args ...any) ([]s
 		}
 		if h.Token, err = uuid.Parse(token); err != nil {
 			return nil, fmt.Errorf("lease token of job %s: %w", id, err)
+		}
+		if workflowID != "" {
+			if h.Task.WorkflowID, err = uuid.Parse(workflowID); err != nil {
+				return nil, fmt.Errorf("workflow of job %s: %w", id, err)
+			}
 		}
 		held = append(held, h)
 	}

@@ -25,7 +25,7 @@ func (s *executor) JobEvents(ctx context.Context, id uuid.UUID) ([]job.Event, er
 		journal                 sql.NullString
 	)
 	err = q.QueryRowContext(ctx, jobEventsSQL, id.String()).Scan(&rowID, &state, &j.Attempt, &j.LeaseOwner,
-		&createdAt, &attemptedAt, &finishedAt, &journal)
+		&createdAt, &attemptedAt, &finishedAt, &journal, &j.Dependencies)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

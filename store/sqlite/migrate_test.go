@@ -97,14 +97,15 @@ func TestJobColumns(t *testing.T) {
 		// read by their own statements.
 		return slices.Contains([]string{"journal", "idempotency_fingerprint", "outcome_token", "outcome", "outcome_owner"}, c)
 	}
-	if got := slices.DeleteFunc(slices.Clone(cols), notRead); !slices.Equal(got, jobColumns) {
-		t.Fatalf("jobd_jobs columns but the journal and the fingerprint\n%v\nwant what scanJob reads\n%v", got, jobColumns)
+	if got, want := slices.DeleteFunc(slices.Clone(cols), notRead), append(slices.Clone(jobColumns), taskColumns...); !slices.Equal(got, want) {
+		t.Fatalf("jobd_jobs columns but the journal, the fingerprint and the outcome\n%v\nwant what scanJob reads\n%v", got, want)
 	}
-	list := strings.Join(jobColumns, ", ")
+	list := strings.Join(jobColumns, ", ") + ", " + strings.Join(strings.Fields(taskColumn), " ")
 	for name, query := range map[string]string{
 		"job_get": jobGetSQL, "job_active_twin": jobActiveTwinSQL, "job_by_idempotency_key": jobByIdempotencyKeySQL,
 		"job_list_feed": jobListFeedSQL, "job_list_newest": jobListNewestSQL, "job_list_oldest": jobListOldestSQL,
 		"job_insert": jobInsertSQL, "claim_jobs": claimJobsSQL, "job_set_state": jobSetStateSQL,
+		"task_insert": taskInsertSQL, "task_set_state": taskSetStateSQL, "workflow_tasks": workflowTasksSQL,
 	} {
 		if !strings.Contains(strings.Join(strings.Fields(query), " "), list) {
 			t.Errorf("%s.sql does not return the columns scanJob reads, in its order:\n%s", name, list)

@@ -64,6 +64,8 @@ func checkPlans(t *testing.T, s *Store) {
 		sql.Named("attempted_at", nil), sql.Named("entries", nil), sql.Named("events", "[]"),
 		sql.Named("limited", 1), sql.Named("blocked", `["a"]`), sql.Named("throttles", "[]"),
 		sql.Named("queues_limited", 0), sql.Named("queue_names", "[]"), sql.Named("queue_prefixes", "[]"),
+		sql.Named("ends", `[{"id":"a","failing":1}]`), sql.Named("from", "waiting"), sql.Named("cancel_requested", 0),
+		sql.Named("wait_for", nil), sql.Named("pending", 0), sql.Named("canceled_by", nil),
 	}
 	// The one walk of a whole index a statement makes, by its name: the
 	// partial index it walks holds only what it reads.
@@ -90,6 +92,23 @@ func checkPlans(t *testing.T, s *Store) {
 		{"running jobs of a limited queue", flowRunningSQL, nil},
 		{"throttles of queues", flowThrottleQueuesSQL, []string{"SEARCH j USING INDEX sqlite_autoindex_jobd_jobs_1 (id=?)"}},
 		{"throttles of partitions", flowThrottlePartitionsSQL, []string{"SEARCH j USING INDEX sqlite_autoindex_jobd_jobs_1 (id=?)"}},
+		// The workflow step and a workflow's reads and writes: tasks by
+		// id, by their workflow, or by the edges into them.
+		{"workflow step's read", workflowReachSQL, []string{
+			"SEARCH e USING COVERING INDEX jobd_workflow_edges_depends_on_idx (depends_on=?)",
+			"SEARCH c USING INDEX sqlite_autoindex_jobd_jobs_1 (id=?)",
+			"SEARCH j USING INDEX sqlite_autoindex_jobd_jobs_1 (id=?)"}},
+		{"apply a task's transition", taskSetStateSQL, []string{"SEARCH jobd_jobs USING INDEX sqlite_autoindex_jobd_jobs_1 (id=?)"}},
+		{"inputs of a claimed task", taskInputsSQL, []string{"SEARCH e USING PRIMARY KEY (job_id=?)",
+			"SEARCH d USING INDEX sqlite_autoindex_jobd_jobs_1 (id=?)"}},
+		{"tasks of a workflow", workflowTasksSQL, []string{"SEARCH jobd_jobs USING INDEX jobd_jobs_workflow_idx (workflow_id=?)"}},
+		{"facts of a workflow's tasks", workflowPlanSQL, []string{"SEARCH j USING INDEX jobd_jobs_workflow_idx (workflow_id=?)"}},
+		{"active tasks of a workflow", workflowTasksActiveSQL, []string{"SEARCH j USING INDEX jobd_jobs_workflow_idx (workflow_id=?)"}},
+		{"edges of a workflow", workflowEdgesSQL, []string{"USING COVERING INDEX jobd_jobs_workflow_idx (workflow_id=?)",
+			"SEARCH e USING PRIMARY KEY (job_id=?)"}},
+		{"prune workflows", workflowPruneSQL, []string{"USING INDEX jobd_workflows_finished_idx"}},
+		{"delete a workflow's tasks", workflowDeleteTasksSQL, []string{"USING INDEX jobd_jobs_workflow_idx (workflow_id=?)"}},
+		{"delete a workflow's edges", workflowDeleteEdgesSQL, []string{"SEARCH jobd_workflow_edges USING PRIMARY KEY (job_id=?)"}},
 	} {
 		rows, err := conn.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+tc.query, args...)
 		if err != nil {

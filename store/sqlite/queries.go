@@ -256,3 +256,66 @@ var settingGetSQL string
 
 //go:embed sql/prune_webhook_events.sql
 var pruneWebhookEventsSQL string
+
+//go:embed sql/workflow_insert.sql
+var workflowInsertSQL string
+
+//go:embed sql/workflow_lookup.sql
+var workflowLookupSQL string
+
+//go:embed sql/task_insert.sql
+var taskInsertSQL string
+
+//go:embed sql/edge_insert.sql
+var edgeInsertSQL string
+
+//go:embed sql/workflow_reach.sql
+var workflowReachSQL string
+
+//go:embed sql/workflow_read.sql
+var workflowReadSQL string
+
+//go:embed sql/task_set_state.sql
+var taskSetStateSQL string
+
+//go:embed sql/workflow_set.sql
+var workflowSetSQL string
+
+//go:embed sql/workflow_event_record.sql
+var workflowEventRecordSQL string
+
+//go:embed sql/task_inputs.sql
+var taskInputsSQL string
+
+//go:embed sql/workflow_tasks_active.sql
+var workflowTasksActiveSQL string
+
+//go:embed sql/workflow_plan.sql
+var workflowPlanSQL string
+
+//go:embed sql/workflow_edges.sql
+var workflowEdgesSQL string
+
+//go:embed sql/workflow_get.sql
+var workflowGetSQL string
+
+//go:embed sql/workflow_tasks.sql
+var workflowTasksSQL string
+
+//go:embed sql/workflow_list.sql
+var workflowListSQL string
+
+//go:embed sql/workflow_count.sql
+var workflowCountSQL string
+
+//go:embed sql/workflow_prune.sql
+var workflowPruneSQL string
+
+//go:embed sql/workflow_delete.sql
+var workflowDeleteSQL string
+
+//go:embed sql/workflow_delete_edges.sql
+var workflowDeleteEdgesSQL string
+
+//go:embed sql/workflow_delete_tasks.sql
+var workflowDeleteTasksSQL string

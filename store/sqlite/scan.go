@@ -10,13 +10,15 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/store"
 )
 
 // jobColumns are the columns scanJob reads, in order: jobd_jobs' columns
-// in table order, but for the journal, which only JobEvents reads, and
-// the idempotency fingerprint, which only the insert reads. Every
-// statement that returns whole jobs lists them; a test holds them to the
-// migrated table and to those statements.
+// in table order, but for the journal, which only JobEvents reads, the
+// idempotency fingerprint, which only the insert reads, and the columns
+// of a workflow task (taskColumns), which come last as one (taskColumn).
+// Every statement that returns whole jobs lists them; a test holds them
+// to the migrated table and to those statements.
 var jobColumns = []string{
 	"id", "queue", "kind", "args", "state", "priority", "run_at",
 	"attempt", "max_attempts", "lease_ttl_us",
@@ -31,6 +33,17 @@ var jobColumns = []string{
 	"rerun", "previous_state", "previous_result",
 	"callback_url", // 007_webhooks
 }
+
+// taskColumns are the columns of a workflow task (013_workflows), in
+// table order, which every statement that returns whole jobs selects,
+// after jobColumns, as one: taskColumn.
+var taskColumns = []string{"workflow_id", "workflow_ref", "run_on", "wait_for", "dependencies", "pending", "canceled_by"}
+
+// taskColumn is the last column scanJob reads: a task's (or a waiting
+// job's) columns as one JSON array (store.DecodeTaskColumns), NULL for
+// any other job, which so costs one column, not seven.
+const taskColumn = "CASE WHEN workflow_id IS NOT NULL OR wait_for IS NOT NULL THEN json_array( " +
+	"workflow_id, workflow_ref, run_on, wait_for, dependencies, pending, canceled_by) END"
 
 // scanner is *sql.Row or *sql.Rows.
 type scanner interface {
@@ -49,7 +62,7 @@ func scanJob(sc scanner) (*job.Job, error) {
 		argsHash, progress, checkpoint, result sql.NullString
 		lastError, requires, prefers           sql.NullString
 		traceParent, schedule, previousState   sql.NullString
-		callbackURL                            sql.NullString
+		callbackURL, task                      sql.NullString
 		previousResult                         sql.NullString
 		scheduledFor, timeout, deadline        sql.NullInt64
 		expiresAt, heartbeatAt, attemptedAt    sql.NullInt64
@@ -65,6 +78,7 @@ func scanJob(sc scanner) (*job.Job, error) {
 		&createdAt, &startedAt, &finishedAt, &updatedAt,
 		&requires, &prefers, &attemptedAt, &traceParent,
 		&schedule, &scheduledFor, &timeout, &deadline, &j.Rerun, &previousState, &previousResult, &callbackURL,
+		&task,
 	)
 	if err != nil {
 		return nil, notFound(err)
@@ -110,6 +124,11 @@ func scanJob(sc scanner) (*job.Job, error) {
 	j.Deadline = fromNullMicro(deadline)
 	j.PreviousState = job.State(previousState.String)
 	j.PreviousResult = rawJSON(previousResult)
+	if task.Valid {
+		if err := store.DecodeTaskColumns(&j, []byte(task.String)); err != nil {
+			return nil, fmt.Errorf("job %s: %w", id, err)
+		}
+	}
 	if j.Requires, err = scanList(requires); err != nil {
 		return nil, fmt.Errorf("job %s: requires: %w", id, err)
 	}

@@ -24,6 +24,9 @@ func (s *executor) JobTake(ctx context.Context, id uuid.UUID) (*job.Job, error) 
 		if !cur.State.Final() {
 			return fmt.Errorf("job is %s: %w", cur.State, job.ErrWrongState)
 		}
+		if cur.WorkflowID != uuid.Nil {
+			return fmt.Errorf("it is a task of workflow %s, which it goes with: %w", cur.WorkflowID, job.ErrWrongState)
+		}
 		// The write lock is held since the read: the job is still final.
 		if _, err := deleteJobs(ctx, tx, jobTakeSQL, sql.Named("id", id.String())); err != nil {
 			return err

@@ -153,13 +153,14 @@ func (s *executor) WebhookEventsTake(ctx context.Context, limit int) ([]store.We
 		defer rows.Close()
 		for rows.Next() {
 			var (
-				e          store.WebhookEvent
-				at         int64
-				jobID      string
-				finishedAt sql.NullInt64
+				e                 store.WebhookEvent
+				at                int64
+				jobID, workflowID string
+				workflowState     string
+				finishedAt        sql.NullInt64
 			)
 			if err := rows.Scan(&e.ID, &e.Type, &at, &jobID, &e.Queue, &e.Kind, &e.Attempt, &e.MaxAttempts,
-				&e.Error, &finishedAt, &e.URL, &e.WorkerID, &e.WorkerName); err != nil {
+				&e.Error, &finishedAt, &e.URL, &e.WorkerID, &e.WorkerName, &workflowID, &e.WorkflowName, &workflowState); err != nil {
 				return err
 			}
 			if jobID != "" {
@@ -167,6 +168,12 @@ func (s *executor) WebhookEventsTake(ctx context.Context, limit int) ([]store.We
 					return fmt.Errorf("event %d: job id %q: %w", e.ID, jobID, err)
 				}
 			}
+			if workflowID != "" {
+				if e.WorkflowID, err = uuid.Parse(workflowID); err != nil {
+					return fmt.Errorf("event %d: workflow id %q: %w", e.ID, workflowID, err)
+				}
+			}
+			e.WorkflowState = job.WorkflowState(workflowState)
 			e.At, e.FinishedAt = fromMicro(at), fromNullMicro(finishedAt)
 			events = append(events, e)
 		}

@@ -75,6 +75,9 @@ func Run(t *testing.T, open Opener, node NodeOpener) {
 		{"FlowNodes", flowNodeTests},
 		{"FlowWake", flowWakeTests},
 		{"FlowRules", flowRuleTests},
+		{"Workflow", workflowTests},
+		{"WorkflowRules", workflowRuleTests},
+		{"WorkflowConcurrent", workflowConcurrentTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

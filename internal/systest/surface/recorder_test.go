@@ -200,6 +200,36 @@ func (r recorder) JobTake(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 	return r.st.JobTake(ctx, id)
 }
 
+func (r recorder) WorkflowSubmit(ctx context.Context, params store.WorkflowSubmitParams) (*store.WorkflowSubmitResult, error) {
+	note(ctx, "WorkflowSubmit")
+	return r.st.WorkflowSubmit(ctx, params)
+}
+
+func (r recorder) WorkflowGet(ctx context.Context, id uuid.UUID) (*store.WorkflowDetail, error) {
+	note(ctx, "WorkflowGet")
+	return r.st.WorkflowGet(ctx, id)
+}
+
+func (r recorder) WorkflowList(ctx context.Context, params store.WorkflowListParams) (*store.WorkflowListResult, error) {
+	note(ctx, "WorkflowList")
+	return r.st.WorkflowList(ctx, params)
+}
+
+func (r recorder) WorkflowCancel(ctx context.Context, id uuid.UUID) (*job.Workflow, error) {
+	note(ctx, "WorkflowCancel")
+	return r.st.WorkflowCancel(ctx, id)
+}
+
+func (r recorder) WorkflowRetry(ctx context.Context, id uuid.UUID) (*job.Workflow, error) {
+	note(ctx, "WorkflowRetry")
+	return r.st.WorkflowRetry(ctx, id)
+}
+
+func (r recorder) WorkflowDelete(ctx context.Context, id uuid.UUID) (int, error) {
+	note(ctx, "WorkflowDelete")
+	return r.st.WorkflowDelete(ctx, id)
+}
+
 func (r recorder) QueueDepth(ctx context.Context, queue string) (store.QueueDepth, error) {
 	note(ctx, "QueueDepth")
 	return r.st.QueueDepth(ctx, queue)

@@ -251,3 +251,27 @@ func (s *Store) ProcessDelete(ctx context.Context, namespace, id string) error {
 	defer s.Wrote()
 	return s.Store.ProcessDelete(ctx, namespace, id)
 }
+
+// WorkflowSubmit calls the store's, then Wrote.
+func (s *Store) WorkflowSubmit(ctx context.Context, params store.WorkflowSubmitParams) (*store.WorkflowSubmitResult, error) {
+	defer s.Wrote()
+	return s.Store.WorkflowSubmit(ctx, params)
+}
+
+// WorkflowCancel calls the store's, then Wrote.
+func (s *Store) WorkflowCancel(ctx context.Context, id uuid.UUID) (*job.Workflow, error) {
+	defer s.Wrote()
+	return s.Store.WorkflowCancel(ctx, id)
+}
+
+// WorkflowRetry calls the store's, then Wrote.
+func (s *Store) WorkflowRetry(ctx context.Context, id uuid.UUID) (*job.Workflow, error) {
+	defer s.Wrote()
+	return s.Store.WorkflowRetry(ctx, id)
+}
+
+// WorkflowDelete calls the store's, then Wrote.
+func (s *Store) WorkflowDelete(ctx context.Context, id uuid.UUID) (int, error) {
+	defer s.Wrote()
+	return s.Store.WorkflowDelete(ctx, id)
+}

@@ -101,13 +101,28 @@ claimed AS (
               j.cancel_requested, j.progress, j.checkpoint, j.result, j.last_error,
               j.created_at, j.started_at, j.finished_at, j.updated_at,
               j.requires, j.prefers, j.attempted_at, j.trace_parent,
-              j.schedule, j.scheduled_for, j.timeout, j.deadline, j.rerun, j.previous_state, j.previous_result, j.callback_url
+              j.schedule, j.scheduled_for, j.timeout, j.deadline, j.rerun, j.previous_state, j.previous_result, j.callback_url,
+              j.workflow_id, j.workflow_ref, j.run_on, j.wait_for, j.dependencies, j.pending, j.canceled_by
 )
 SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, lease_ttl,
        lease_token, lease_owner, lease_expires_at, heartbeat_at, lock_key, partition_key,
        idempotency_key, args_hash, cancel_requested, progress, checkpoint, result,
        last_error, created_at, started_at, finished_at, updated_at,
        requires, prefers, attempted_at, trace_parent,
-       schedule, scheduled_for, timeout, deadline, rerun, previous_state, previous_result, callback_url
+       schedule, scheduled_for, timeout, deadline, rerun, previous_state, previous_result, callback_url,
+       CASE WHEN workflow_id IS NOT NULL OR wait_for IS NOT NULL THEN json_build_array(
+           workflow_id, workflow_ref, run_on, wait_for, dependencies, pending, canceled_by) END,
+       -- A workflow task's inputs: its dependencies' refs, states,
+       -- results and errors (job.Input), read here, at its claim, and
+       -- never copied into its row. A job with no dependencies (any job
+       -- outside a workflow) pays the one test: CASE evaluates the
+       -- subquery only when it holds.
+       CASE WHEN dependencies > 0 THEN (
+           SELECT jsonb_agg(jsonb_build_object('ref', d.workflow_ref, 'state', d.state,
+                                               'result', d.result, 'error', d.last_error))
+           FROM jobd_workflow_edges e
+           JOIN jobd_jobs d ON d.id = ANY (ARRAY[e.depends_on])
+           WHERE e.job_id = claimed.id)
+       END AS inputs
 FROM claimed
 ORDER BY priority, run_at, id;

@@ -6,7 +6,8 @@
 -- $3 lease tokens, $4 results (NULL: none), $5 the state that job.Finish
 -- decides for a success, $6 lease owners ('': not fenced by the owner).
 -- Returns only the ids that finished; a missing id lost its lease (or
--- its attempt passed its deadline, which ends the lease). The row
+-- its attempt passed its deadline, which ends the lease), or is a
+-- workflow task's, which the driver applies by the general path. The row
 -- remembers the outcome (outcome_token, outcome, outcome_owner: see
 -- store.Store.JobFinish).
 --
@@ -40,6 +41,10 @@ WITH done AS (
       AND j.lease_token = o.token
       AND (o.owner = '' OR j.lease_owner = o.owner)
       AND (j.deadline IS NULL OR j.deadline > coalesce($1::timestamptz, now()))
+      -- A workflow task's end has its workflow step, in its transaction:
+      -- the general path's (this statement commits with its round). A
+      -- job outside any workflow pays this one test.
+      AND j.workflow_id IS NULL
     RETURNING j.id, o.token, j.callback_url, j.queue, j.kind, j.attempt, j.max_attempts,
               j.finished_at
 ),

@@ -12,6 +12,7 @@ WITH doomed AS (
     FROM jobd_jobs
     WHERE updated_at < $1
       AND state IN ('succeeded', 'failed', 'canceled')
+      AND workflow_id IS NULL -- a task goes with its workflow (workflow_prune.sql)
       AND finished_at < $1
     ORDER BY updated_at
     LIMIT $2

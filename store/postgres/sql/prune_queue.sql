@@ -9,6 +9,7 @@ WITH doomed AS (
     WHERE updated_at < $2
       AND queue = $1
       AND state IN ('succeeded', 'failed', 'canceled')
+      AND workflow_id IS NULL -- a task goes with its workflow (workflow_prune.sql)
       AND finished_at < $2
     ORDER BY updated_at
     LIMIT $3

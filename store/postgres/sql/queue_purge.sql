@@ -1,5 +1,6 @@
 -- One batch of QueuePurge: deletes up to $2 jobs of queue $1 that are not
--- running, with their journal. Returns how many jobs the batch selected
+-- running, with their journal. Workflows' tasks are left alone (cancel
+-- the workflow; it is pruned whole). Returns how many jobs the batch selected
 -- (fewer than $2: the queue had no more) and how many it deleted.
 --
 -- No index serves "every job of a queue": a purge is a rare operator's
@@ -11,7 +12,7 @@
 WITH doomed AS (
     SELECT id
     FROM jobd_jobs
-    WHERE queue = $1 AND state <> 'running'
+    WHERE queue = $1 AND state <> 'running' AND workflow_id IS NULL
     LIMIT $2
 ),
 deleted AS (

@@ -11,6 +11,7 @@ WITH taken AS (
     )
     RETURNING id, type, at, job_id, coalesce(queue, ''), coalesce(kind, ''),
               coalesce(attempt, 0), coalesce(max_attempts, 0), coalesce(error, ''),
-              finished_at, coalesce(url, ''), coalesce(worker_id, ''), coalesce(worker_name, '')
+              finished_at, coalesce(url, ''), coalesce(worker_id, ''), coalesce(worker_name, ''),
+              workflow_id, coalesce(workflow_name, ''), coalesce(workflow_state, '')
 )
 SELECT * FROM taken ORDER BY id;

@@ -6,7 +6,8 @@
 -- success; :batch is a JSON array of {"id", "token", "owner", "result"},
 -- result being the result's JSON text or absent, and owner the lease
 -- owner ('': not fenced by it). Fenced like every finish: a job whose row
--- does not come back had lost its lease (or passed its deadline); one that comes back with
+-- does not come back had lost its lease (or passed its deadline), or is
+-- a workflow task (see below); one that comes back with
 -- callback true has a callback URL, whose callback the driver records in
 -- the outbox (webhook_events_record.sql) in this same transaction; its
 -- queue says whose claimers the driver wakes (a queue that counts its
@@ -38,4 +39,7 @@ WHERE jobd_jobs.id IN (SELECT value ->> 'id' FROM json_each(:batch))
   AND jobd_jobs.lease_token = b.v_token
   AND (coalesce(b.v_owner, '') = '' OR jobd_jobs.lease_owner = b.v_owner)
   AND (jobd_jobs.deadline IS NULL OR jobd_jobs.deadline > :now)
+  -- A workflow task's end has its workflow step: the general path's, in
+  -- the same transaction. A job outside any workflow pays this one test.
+  AND jobd_jobs.workflow_id IS NULL
 RETURNING id, callback_url IS NOT NULL AS callback, queue

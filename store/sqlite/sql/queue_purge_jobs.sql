@@ -7,5 +7,6 @@ DELETE FROM jobd_jobs
 WHERE id IN (
     SELECT id FROM jobd_jobs
     WHERE queue = :queue AND state <> 'running'
+      AND workflow_id IS NULL -- a workflow's task is left: cancel the workflow
     LIMIT :limit
 )
