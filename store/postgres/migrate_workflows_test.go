@@ -62,7 +62,7 @@ func TestMigrateWorkflows(t *testing.T) {
 	const indexQuery = `SELECT indexname || ': ' || indexdef FROM pg_indexes WHERE tablename = 'jobd_jobs' ORDER BY 1`
 	before, indexesBefore := textRows(t, s, rowsQuery), textRows(t, s, indexQuery)
 
-	if err := s.Migrate(ctx); err != nil {
+	if err := s.migrateTo(ctx, 14); err != nil {
 		t.Fatalf("Migrate: %v", err)
 	}
 	if after := textRows(t, s, rowsQuery); !slices.Equal(before, after) {

@@ -67,7 +67,7 @@ func TestMigrateWorkflows(t *testing.T) {
 		finished_at, updated_at, journal, outcome_token, outcome, outcome_owner FROM jobd_jobs ORDER BY id`
 	before, indexesBefore := dumpRows(t, s.r, rowsQuery), indexes(t, s.r)
 
-	if err := s.Migrate(ctx); err != nil {
+	if err := s.migrateTo(ctx, 13); err != nil {
 		t.Fatalf("Migrate: %v", err)
 	}
 	if after := dumpRows(t, s.r, rowsQuery); !slices.Equal(before, after) {
