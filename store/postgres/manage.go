@@ -46,6 +46,15 @@ func (s *executor) cancel(ctx context.Context, r *rounds, id uuid.UUID) (*job.Jo
 	if cur.WorkflowID != uuid.Nil && t.State.Final() {
 		return s.endTask(ctx, r, now, at, cur, t)
 	}
+	if cur.State == job.StateWaiting {
+		// A job waiting for its children or a signal: its wait_for goes
+		// with the wait (task_set_state.sql writes it).
+		st := &step{tasks: []store.TaskDecided{{ID: cur.ID, Queue: cur.Queue, Transition: t}}, at: at}
+		if err := s.applyStep(ctx, r, now, st); err != nil {
+			return nil, err
+		}
+		return st.changedJob(cur.ID), nil
+	}
 	return setState(ctx, r, now, cur, t)
 }
 

@@ -38,6 +38,12 @@ func (s *executor) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error
 			j, err = s.endTask(ctx, tx, wake, cur, t)
 			return err
 		}
+		if cur.State == job.StateWaiting {
+			// A job waiting for its children or a signal: its wait_for
+			// goes with the wait (task_set_state.sql writes it).
+			j, err = setTaskState(ctx, tx, store.TaskDecided{ID: cur.ID, Queue: cur.Queue, Transition: t})
+			return err
+		}
 		j, err = setState(ctx, tx, cur, t)
 		requested = t.RequestsCancel()
 		return err

@@ -90,6 +90,9 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 		if err := readInputs(ctx, tx, jobs); err != nil {
 			return err
 		}
+		if err := readResume(ctx, tx, jobs); err != nil {
+			return err
+		}
 		if limits != nil {
 			return limits.advance(ctx, tx, params.Queue, partitions)
 		}

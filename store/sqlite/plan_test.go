@@ -107,7 +107,8 @@ func checkPlans(t *testing.T, s *Store) {
 		{"edges of a workflow", workflowEdgesSQL, []string{"USING COVERING INDEX jobd_jobs_workflow_idx (workflow_id=?)",
 			"SEARCH e USING PRIMARY KEY (job_id=?)"}},
 		{"prune workflows", workflowPruneSQL, []string{"USING INDEX jobd_workflows_finished_idx"}},
-		{"delete a workflow's tasks", workflowDeleteTasksSQL, []string{"USING INDEX jobd_jobs_workflow_idx (workflow_id=?)"}},
+		{"delete a workflow's tasks", workflowDeleteTasksSQL, []string{"INDEX jobd_jobs_workflow_idx (workflow_id=?)",
+			"SEARCH jobd_signals USING PRIMARY KEY (job_id=?)", "SEARCH jobd_job_steps USING PRIMARY KEY (job_id=?)"}},
 		{"delete a workflow's edges", workflowDeleteEdgesSQL, []string{"SEARCH jobd_workflow_edges USING PRIMARY KEY (job_id=?)"}},
 	} {
 		rows, err := conn.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+tc.query, args...)

@@ -78,6 +78,7 @@ func Run(t *testing.T, open Opener, node NodeOpener) {
 		{"Workflow", workflowTests},
 		{"WorkflowRules", workflowRuleTests},
 		{"WorkflowConcurrent", workflowConcurrentTests},
+		{"Durable", durableTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
