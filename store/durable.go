@@ -52,6 +52,19 @@ type DurableStore interface {
 	// yet. job.ErrWrongState when the job is final, job.ErrNotFound when
 	// there is none.
 	JobSignal(ctx context.Context, id uuid.UUID, name string, payload json.RawMessage) (*SignalResult, error)
+	// JobSpawn spawns children of the job lease holds, fenced by the
+	// lease, in one transaction (see children.go): the children are
+	// checked first (job.NormalizeChildren: a bad one fails the call
+	// with a *job.ValidationError naming its field, children[i].…, and
+	// nothing is written); each is then inserted as JobInsertMany inserts
+	// a job, with the parent's id and its key, unless the parent has a
+	// child of that key already, which it returns (Created false). A
+	// parent past its limit (SpawnParams.MaxChildren, the children it
+	// has included) is refused, naming children. The results are in the
+	// order of the children. The parent becomes durable: the claim that
+	// resumes it carries its children (job.Resume.Children).
+	// job.ErrLeaseLost when the lease is not held.
+	JobSpawn(ctx context.Context, lease Lease, params SpawnParams) ([]InsertResult, error)
 }
 
 // StepParams is a step a lease holder records (JobStep).

@@ -228,4 +228,19 @@ var (
 
 	//go:embed sql/job_wait.sql
 	jobWaitSQL string
+
+	//go:embed sql/parents_lock.sql
+	parentsLockSQL string
+
+	//go:embed sql/children_count.sql
+	childrenCountSQL string
+
+	//go:embed sql/children_keys.sql
+	childrenKeysSQL string
+
+	//go:embed sql/child_adopt.sql
+	childAdoptSQL string
+
+	//go:embed sql/children_lock_active.sql
+	childrenLockActiveSQL string
 )

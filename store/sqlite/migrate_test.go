@@ -97,7 +97,7 @@ func TestJobColumns(t *testing.T) {
 		// durable execution's columns (014_durable) are read by their
 		// own statements.
 		return slices.Contains([]string{"journal", "idempotency_fingerprint", "outcome_token", "outcome", "outcome_owner",
-			"parent_id", "child_key", "signal_wait", "durable"}, c)
+			"signal_wait", "durable"}, c)
 	}
 	if got, want := slices.DeleteFunc(slices.Clone(cols), notRead), append(slices.Clone(jobColumns), taskColumns...); !slices.Equal(got, want) {
 		t.Fatalf("jobd_jobs columns but the journal, the fingerprint and the outcome\n%v\nwant what scanJob reads\n%v", got, want)

@@ -358,3 +358,12 @@ var jobWaitSQL string
 
 //go:embed sql/signal_forget.sql
 var signalForgetSQL string
+
+//go:embed sql/children_keys.sql
+var childrenKeysSQL string
+
+//go:embed sql/child_adopt.sql
+var childAdoptSQL string
+
+//go:embed sql/children_active.sql
+var childrenActiveSQL string

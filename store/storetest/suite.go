@@ -79,6 +79,7 @@ func Run(t *testing.T, open Opener, node NodeOpener) {
 		{"WorkflowRules", workflowRuleTests},
 		{"WorkflowConcurrent", workflowConcurrentTests},
 		{"Durable", durableTests},
+		{"Children", childrenTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -188,7 +188,7 @@ claimed AS (
               j.requires, j.prefers, j.attempted_at, j.trace_parent,
               j.schedule, j.scheduled_for, j.timeout, j.deadline, j.rerun, j.previous_state, j.previous_result, j.callback_url,
               j.workflow_id, j.workflow_ref, j.run_on, j.wait_for, j.dependencies, j.pending, j.canceled_by,
-              j.durable, j.signal_wait
+              j.durable, j.signal_wait, j.parent_id, j.child_key
 ),
 -- The rate's state advances by the starts claimed: the queue's, on its row
 -- (which this transaction holds locked), or each partition's. A
@@ -221,8 +221,8 @@ SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, le
        last_error, created_at, started_at, finished_at, updated_at,
        requires, prefers, attempted_at, trace_parent,
        schedule, scheduled_for, timeout, deadline, rerun, previous_state, previous_result, callback_url,
-       CASE WHEN workflow_id IS NOT NULL OR wait_for IS NOT NULL THEN json_build_array(
-           workflow_id, workflow_ref, run_on, wait_for, dependencies, pending, canceled_by) END,
+       CASE WHEN workflow_id IS NOT NULL OR wait_for IS NOT NULL OR parent_id IS NOT NULL THEN json_build_array(
+           workflow_id, workflow_ref, run_on, wait_for, dependencies, pending, canceled_by, parent_id, child_key) END,
        -- A workflow task's inputs: its dependencies' refs, states,
        -- results and errors (job.Input), read here, at its claim, and
        -- never copied into its row. A job with no dependencies (any job
