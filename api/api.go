@@ -128,6 +128,14 @@ type Job struct {
 	// CallbackURL is where jobd POSTs the job each time it becomes final
 	// (a webhook of type job.finished); absent for none.
 	CallbackURL string `json:"callback_url,omitempty"`
+	// ParentID and ChildKey name the job that spawned this one and the
+	// key it gave it; absent for a job no job spawned.
+	ParentID *uuid.UUID `json:"parent_id,omitempty"`
+	ChildKey string     `json:"child_key,omitempty"`
+	// Steps are the steps the job recorded, with their timings, in the
+	// order they were recorded: shown by GET /api/v1/jobs/{id}; absent
+	// elsewhere, and for a job without steps.
+	Steps []Step `json:"steps,omitempty"`
 }
 
 // JobReplay is the answer (200) of POST /api/v1/jobs that matched an

@@ -101,6 +101,14 @@ type ClaimedJob struct {
 	Job
 	LeaseToken               uuid.UUID `json:"lease_token"`
 	HeartbeatIntervalSeconds float64   `json:"heartbeat_interval_seconds"`
+	// Steps, Children and Signal are what a durable job resumes from
+	// (docs/steps-and-children.md): its completed steps (name → result),
+	// its children (key → how each stands) and the signal of its last
+	// signal wait; absent for a job that recorded no step, spawned no
+	// child and never waited.
+	Steps    map[string]json.RawMessage `json:"steps,omitempty"`
+	Children map[string]Child           `json:"children,omitempty"`
+	Signal   *Signal                    `json:"signal,omitempty"`
 }
 
 // ClaimResponse is the answer of a claim; Jobs is empty when none came.
