@@ -288,13 +288,27 @@ class ClaimedJob(Job):
 
     lease_token: str = ""
     heartbeat_interval: Optional[float] = None
+    #: What a durable job resumes from (docs/steps-and-children.md): its
+    #: completed steps (name → result), its children (key → {id, state,
+    #: result, error}) and the signal of its last signal wait ({name,
+    #: payload, timed_out}); empty, and ``None``, for a job that recorded
+    #: no step, spawned no child and never waited.
+    steps: Dict[str, Any] = field(default_factory=dict)
+    children: Dict[str, Any] = field(default_factory=dict)
+    signal: Optional[Dict[str, Any]] = None
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "ClaimedJob":
         """Decodes a claimed job of a claim's answer."""
         f = _job_fields(d)
         hb = _dur(d, "heartbeat_interval")
-        return cls(lease_token=_str(d.get("lease_token")), heartbeat_interval=parse_duration(hb), **f)
+        steps = d.get("steps")
+        children = d.get("children")
+        signal = d.get("signal")
+        return cls(lease_token=_str(d.get("lease_token")), heartbeat_interval=parse_duration(hb),
+                   steps=dict(steps) if isinstance(steps, Mapping) else {},
+                   children=dict(children) if isinstance(children, Mapping) else {},
+                   signal=dict(signal) if isinstance(signal, Mapping) else None, **f)
 
 
 @dataclass
