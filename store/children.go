@@ -44,6 +44,11 @@ func TooManyChildren(have, adding, limit int) error {
 	return job.Invalid("children", "the job has %d children and spawns %d more, over the limit of %d", have, adding, limit)
 }
 
+// ChildRef is the ref in its workflow of the child key of a workflow
+// task whose ref is parentRef: a spawned child of a task is a task of
+// the same workflow, shown in its graph.
+func ChildRef(parentRef, key string) string { return parentRef + "/" + key }
+
 // ParentNode is a parent as the children's step reads it: its facts,
 // read with its row locked, its queue, and how many of its children a
 // statement after the lock counted not final.

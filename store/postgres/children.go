@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
@@ -38,6 +39,13 @@ func (s *executor) JobSpawn(ctx context.Context, lease store.Lease, p store.Spaw
 		if err != nil {
 			return err
 		}
+		var (
+			workflow pgtype.UUID
+			ref      string
+		)
+		if err := ex.tx.QueryRow(ctx, parentWorkflowSQL, pgUUID(lease.ID)).Scan(&workflow, &ref); err != nil {
+			return fmt.Errorf("read the parent's workflow: %w", err)
+		}
 		have := make(map[string]uuid.UUID)
 		rows, err := ex.tx.Query(ctx, childrenKeysSQL, pgUUID(lease.ID))
 		if err != nil {
@@ -67,8 +75,8 @@ func (s *executor) JobSpawn(ctx context.Context, lease store.Lease, p store.Spaw
 		}
 		out = make([]store.InsertResult, len(p.Children))
 		var (
-			ids  [][16]byte
-			keys []string
+			ids        [][16]byte
+			keys, refs []string
 		)
 		for i, c := range p.Children {
 			if id, ok := have[c.Key]; ok {
@@ -82,16 +90,32 @@ func (s *executor) JobSpawn(ctx context.Context, lease store.Lease, p store.Spaw
 			r := inserted[0]
 			inserted = inserted[1:]
 			r.Job.ParentID, r.Job.ChildKey = lease.ID, c.Key
-			ids, keys = append(ids, pgUUID(r.Job.ID)), append(keys, c.Key)
+			ids, keys, refs = append(ids, pgUUID(r.Job.ID)), append(keys, c.Key), append(refs, store.ChildRef(ref, c.Key))
 			out[i] = r
 		}
 		if len(ids) > 0 {
-			tag, err := ex.tx.Exec(ctx, childAdoptSQL, pgUUID(lease.ID), ids, keys)
+			var wf *[16]byte
+			if workflow.Valid {
+				wf = &workflow.Bytes
+			}
+			tag, err := ex.tx.Exec(ctx, childAdoptSQL, pgUUID(lease.ID), ids, keys, wf, refs)
 			if err != nil {
 				return fmt.Errorf("adopt the children: %w", err)
 			}
 			if tag.RowsAffected() != int64(len(ids)) {
 				return fmt.Errorf("adopt the children: %d of %d adopted", tag.RowsAffected(), len(ids))
+			}
+			if workflow.Valid {
+				if _, err := ex.tx.Exec(ctx, workflowGrowSQL, workflow.Bytes, len(ids), s.now()); err != nil {
+					return fmt.Errorf("count the children in the workflow: %w", err)
+				}
+				for i := range out {
+					if out[i].Created {
+						if out[i].Job, err = scanJob(ex.tx.QueryRow(ctx, jobGetSQL, pgUUID(out[i].Job.ID))); err != nil {
+							return err
+						}
+					}
+				}
 			}
 		}
 		return nil

@@ -243,4 +243,10 @@ var (
 
 	//go:embed sql/children_lock_active.sql
 	childrenLockActiveSQL string
+
+	//go:embed sql/parent_workflow.sql
+	parentWorkflowSQL string
+
+	//go:embed sql/workflow_grow.sql
+	workflowGrowSQL string
 )

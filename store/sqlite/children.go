@@ -44,6 +44,10 @@ func (s *executor) JobSpawn(ctx context.Context, lease store.Lease, p store.Spaw
 		if err != nil {
 			return err
 		}
+		var workflow, ref string
+		if err := tx.QueryRowContext(ctx, parentWorkflowSQL, sql.Named("id", lease.ID.String())).Scan(&workflow, &ref); err != nil {
+			return fmt.Errorf("read the parent's workflow: %w", err)
+		}
 		have, err := childKeys(ctx, tx, lease.ID)
 		if err != nil {
 			return err
@@ -75,8 +79,13 @@ func (s *executor) JobSpawn(ctx context.Context, lease store.Lease, p store.Spaw
 			}
 			r := inserted[0]
 			inserted = inserted[1:]
+			var wf any
+			if workflow != "" {
+				wf = workflow
+			}
 			res, err := tx.ExecContext(ctx, childAdoptSQL, sql.Named("id", r.Job.ID.String()),
-				sql.Named("parent", lease.ID.String()), sql.Named("key", c.Key))
+				sql.Named("parent", lease.ID.String()), sql.Named("key", c.Key),
+				sql.Named("workflow", wf), sql.Named("ref", store.ChildRef(ref, c.Key)))
 			if err != nil {
 				return fmt.Errorf("child %q: %w", c.Key, err)
 			}
@@ -84,7 +93,18 @@ func (s *executor) JobSpawn(ctx context.Context, lease store.Lease, p store.Spaw
 				return fmt.Errorf("child %q: %d rows adopted (%v)", c.Key, n, err)
 			}
 			r.Job.ParentID, r.Job.ChildKey = lease.ID, c.Key
+			if workflow != "" {
+				if r.Job, err = scanJob(tx.QueryRowContext(ctx, jobGetSQL, r.Job.ID.String())); err != nil {
+					return fmt.Errorf("child %q: %w", c.Key, err)
+				}
+			}
 			out[i] = r
+		}
+		if workflow != "" && len(fresh) > 0 {
+			if _, err := tx.ExecContext(ctx, workflowGrowSQL, sql.Named("id", workflow), sql.Named("n", len(fresh)),
+				sql.Named("now", tx.now)); err != nil {
+				return fmt.Errorf("count the children in the workflow: %w", err)
+			}
 		}
 		return nil
 	})

@@ -367,3 +367,9 @@ var childAdoptSQL string
 
 //go:embed sql/children_active.sql
 var childrenActiveSQL string
+
+//go:embed sql/parent_workflow.sql
+var parentWorkflowSQL string
+
+//go:embed sql/workflow_grow.sql
+var workflowGrowSQL string

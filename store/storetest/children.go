@@ -18,6 +18,7 @@ var childrenTests = []test{
 	{"LastChildConcurrent", testLastChildConcurrent},
 	{"CancelParentCancelsChildren", testCancelParentCancelsChildren},
 	{"RescuedChildWakesParent", testRescuedChildWakesParent},
+	{"ChildrenOfWorkflowTask", testChildrenOfWorkflowTask},
 }
 
 // spawn spawns children of the claimed job c, one per key, in queue.
@@ -243,5 +244,35 @@ func testRescuedChildWakesParent(t *testing.T, e *env) {
 	p := e.claimOne(t, job.DefaultQueue)
 	if p.ID != c.ID || p.Resume.Children["a"].State != job.StateFailed {
 		t.Fatalf("resumed %s with %+v", p.ID, p.Resume)
+	}
+}
+
+// A child of a workflow task is a task of that workflow (in its graph,
+// its counters): the workflow ends only once the children and the rest
+// of its tasks are final.
+func testChildrenOfWorkflowTask(t *testing.T, e *env) {
+	f := e.submit(t, "spawning", wtask("wq", "fan"), wtask("wq", "after", "fan"))
+	fan := e.claimOne(t, "wq")
+	res := e.spawn(t, fan, "kids", "a", "b")
+	for _, r := range res {
+		if r.Job.WorkflowID != f.Workflow.ID || r.Job.Ref != "fan/"+r.Job.ChildKey || r.Job.RunOn != job.RunOnSuccess {
+			t.Fatalf("child %+v: want a task of the workflow, ref fan/<key>", r.Job)
+		}
+	}
+	if d := e.workflow(t, f.Workflow.ID); d.TaskCount != 4 || len(d.Tasks) != 4 {
+		t.Fatalf("workflow: %d tasks (%d read), want 4", d.TaskCount, len(d.Tasks))
+	}
+	e.wait(t, fan, job.WaitRequest{For: job.WaitChildren})
+	for _, k := range e.claim(t, "kids", 2) {
+		e.succeed(t, k)
+	}
+	if d := e.workflow(t, f.Workflow.ID); d.State != job.WorkflowRunning || d.Succeeded != 2 {
+		t.Fatalf("workflow after the children: %s, %d succeeded", d.State, d.Succeeded)
+	}
+	fan = e.claimOne(t, "wq")
+	e.succeed(t, fan)
+	e.succeed(t, e.claimOne(t, "wq")) // after, released by fan's end
+	if d := e.workflow(t, f.Workflow.ID); d.State != job.WorkflowSucceeded || d.Succeeded != 4 {
+		t.Fatalf("workflow: %s, %d succeeded; want succeeded, 4", d.State, d.Succeeded)
 	}
 }
