@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jobd/jobd/api"
@@ -86,7 +87,8 @@ func (s *server) workerStep(w http.ResponseWriter, r *http.Request) error {
 // workerChildren: POST /api/v1/worker/jobs/{id}/children {lease_token,
 // children: [{key, …a job submission}]} → {children: [{key, id, state,
 // created}]}. Each child is checked as POST /api/v1/jobs checks a job
-// (jobd's reserved names, the worker key's queues, the store's rules),
+// (jobd's reserved names, the store's rules) and held to the worker's
+// queues (POST /api/v1/workers' queues: 403 naming its queue),
 // its problems naming children[i].field; all are spawned, or none.
 func (s *server) workerChildren(w http.ResponseWriter, r *http.Request) error {
 	id, err := workerJobID(r)
@@ -152,6 +154,12 @@ func (s *server) childParams(r *http.Request, raw json.RawMessage) (job.ChildPar
 	}
 	if err := s.checkInsert(&p); err != nil {
 		return job.ChildParams{}, err
+	}
+	// The worker's queues bound what it spawns as they bound what it
+	// claims.
+	if wk := callingWorker(r); wk != nil && !wk.Queues.Allows(p.Queue) {
+		return job.ChildParams{}, problem.Errorf(api.ProblemForbidden, "queue",
+			"worker %s may use only the queues %s, not %q", wk.ID, strings.Join(wk.Queues, ", "), p.Queue)
 	}
 	return job.ChildParams{Key: b.Key, InsertParams: p}, nil
 }

@@ -60,8 +60,8 @@ func TestWorkerStepsOverHTTP(t *testing.T) {
 }
 
 // TestWorkerChildrenAndWaitOverHTTP: a parent spawns children (a bad one
-// refuses them all, naming children[i].field; a key again is the same
-// child), waits for them holding no lease, and its next claim carries
+// refuses them all, naming children[i].field, and so does a queue outside
+// a worker's queues; a key again is the same child), waits for them holding no lease, and its next claim carries
 // them by key once they are final.
 func TestWorkerChildrenAndWaitOverHTTP(t *testing.T) {
 	eachStore(t, func(t *testing.T, st store.Store) {
@@ -73,8 +73,12 @@ func TestWorkerChildrenAndWaitOverHTTP(t *testing.T) {
 		w.do("POST", base+"/children", `{`+tok+`,"children":[{"key":"a","kind":"sq","queue":"kids"},{"key":"b","queue":"kids"}]}`).problem(t, 422, "children[1].kind")
 		w.do("POST", base+"/children", `{`+tok+`,"children":[{"key":"a","kind":"sq","queue":"jobd.internal"}]}`).problem(t, 422, "children[0].queue")
 		w.do("POST", base+"/children", `{`+tok+`,"children":[{"kind":"sq","queue":"kids"}]}`).problem(t, 422, "children[0].key")
-		if n := countJobs(t, st); n != 1 {
-			t.Fatalf("%d jobs after refused spawns, want 1", n)
+		limited, _ := s.registerWorkerWith(t, `{"name":"limited","queues":["parents"]}`)
+		lj := limited.claim(t, "parents")
+		limited.do("POST", "/api/v1/worker/jobs/"+lj.ID.String()+"/children",
+			`{"lease_token":"`+lj.LeaseToken.String()+`","children":[{"key":"a","kind":"sq","queue":"kids"}]}`).problem(t, 403, "children[0].queue")
+		if n := countJobs(t, st); n != 2 {
+			t.Fatalf("%d jobs after refused spawns, want 2", n)
 		}
 		var spawned api.ChildrenResponse
 		body := `{` + tok + `,"children":[{"key":"a","kind":"sq","queue":"kids","args":{"n":3}},{"key":"b","kind":"sq","queue":"kids","args":{"n":4}}]}`
