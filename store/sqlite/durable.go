@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 
@@ -140,6 +141,9 @@ func readSteps(ctx context.Context, q stepQueryer, ids []string) (map[string][]j
 			return nil, err
 		}
 		out[id] = append(out[id], st)
+	}
+	for _, steps := range out {
+		slices.SortStableFunc(steps, func(a, b job.Step) int { return a.FinishedAt.Compare(b.FinishedAt) })
 	}
 	return out, rows.Err()
 }
