@@ -125,8 +125,8 @@ type jobData struct {
 	Events []job.Event
 	// Steps are the job's recorded steps (docs/steps-and-children.md).
 	Steps []job.Step
-	Items  []itemRow
-	Now    time.Time
+	Items []itemRow
+	Now   time.Time
 	// RunFor is how long the job ran or has been running.
 	RunFor string
 }
