@@ -79,7 +79,8 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 		if err != nil {
 			return err
 		}
-		if jobs, err = scanJobs(rows); err != nil {
+		var durable map[uuid.UUID]string
+		if jobs, durable, err = scanClaimed(rows); err != nil {
 			return err
 		}
 		if len(jobs) != len(ids) {
@@ -90,7 +91,7 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 		if err := readInputs(ctx, tx, jobs); err != nil {
 			return err
 		}
-		if err := readResume(ctx, tx, jobs); err != nil {
+		if err := readResume(ctx, tx, jobs, durable); err != nil {
 			return err
 		}
 		if limits != nil {

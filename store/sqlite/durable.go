@@ -348,53 +348,66 @@ func (s *executor) JobSignal(ctx context.Context, id uuid.UUID, name string, pay
 	return &res, nil
 }
 
+// extraScanner scans the columns of a whole job and, after them, extra.
+type extraScanner struct {
+	sc    scanner
+	extra []any
+}
+
+// Scan scans dest, then the extra columns.
+func (e extraScanner) Scan(dest ...any) error { return e.sc.Scan(append(dest, e.extra...)...) }
+
+// scanClaimed reads the jobs claim_jobs.sql returns, and, by id, the
+// signal of the last signal wait of those that are durable ("" for
+// none).
+func scanClaimed(rows *sql.Rows) ([]*job.Job, map[uuid.UUID]string, error) {
+	defer rows.Close()
+	var (
+		jobs    []*job.Job
+		durable map[uuid.UUID]string
+	)
+	for rows.Next() {
+		var (
+			isDurable sql.NullInt64
+			signal    sql.NullString
+		)
+		j, err := scanJob(extraScanner{sc: rows, extra: []any{&isDurable, &signal}})
+		if err != nil {
+			return nil, nil, err
+		}
+		if isDurable.Int64 != 0 {
+			if durable == nil {
+				durable = make(map[uuid.UUID]string)
+			}
+			durable[j.ID] = signal.String
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, durable, rows.Err()
+}
+
 // readResume sets what the durable jobs among jobs, just claimed, resume
 // from (job.Job.Resume): their steps, their children and the signal of
-// their last signal wait, in the claim's transaction. A batch without
-// durable jobs costs one read.
-func readResume(ctx context.Context, tx *jobWrite, jobs []*job.Job) error {
-	if len(jobs) == 0 {
-		return nil
-	}
-	ids := make([]string, len(jobs))
-	for i, j := range jobs {
-		ids[i] = j.ID.String()
-	}
-	body, err := json.Marshal(ids)
-	if err != nil {
-		return err
-	}
-	rows, err := tx.QueryContext(ctx, durableOfSQL, sql.Named("ids", string(body)))
-	if err != nil {
-		return fmt.Errorf("read the durable jobs: %w", err)
-	}
-	signals := make(map[string]string)
-	var durable []string
-	for rows.Next() {
-		var id, signal string
-		if err := rows.Scan(&id, &signal); err != nil {
-			rows.Close()
-			return err
-		}
-		durable = append(durable, id)
-		signals[id] = signal
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return fmt.Errorf("read the durable jobs: %w", err)
-	}
+// their last signal wait (durable, by id), in the claim's transaction. A
+// batch without durable jobs reads nothing.
+func readResume(ctx context.Context, tx *jobWrite, jobs []*job.Job, durable map[uuid.UUID]string) error {
 	if len(durable) == 0 {
 		return nil
 	}
-	steps, err := readSteps(ctx, tx, durable)
+	ids := make([]string, 0, len(durable))
+	for id := range durable {
+		ids = append(ids, id.String())
+	}
+	steps, err := readSteps(ctx, tx, ids)
 	if err != nil {
 		return fmt.Errorf("read the steps: %w", err)
 	}
 	for _, j := range jobs {
-		id := j.ID.String()
-		signal, ok := signals[id]
+		signal, ok := durable[j.ID]
 		if !ok {
 			continue
 		}
+		id := j.ID.String()
 		r := &job.Resume{}
 		if st := steps[id]; len(st) > 0 {
 			r.Steps = make(map[string]job.Step, len(st))

@@ -112,12 +112,11 @@ func checkPlans(t *testing.T, s *Store) {
 			"SEARCH jobd_signals USING PRIMARY KEY (job_id=?)", "SEARCH jobd_job_steps USING PRIMARY KEY (job_id=?)"}},
 		{"delete a workflow's edges", workflowDeleteEdgesSQL, []string{"SEARCH jobd_workflow_edges USING PRIMARY KEY (job_id=?)"}},
 		// Durable execution: a parent's children by the children index,
-		// a claim's durable jobs by id, steps and signals by their keys.
+		// steps and signals by their keys.
 		{"children not final", childrenPendingSQL, []string{"jobd_jobs_children_idx (parent_id=?)"}},
 		{"children of a parent", childrenOfSQL, []string{"jobd_jobs_children_idx (parent_id=?)"}},
 		{"children's keys", childrenKeysSQL, []string{"jobd_jobs_children_idx (parent_id=?)"}},
 		{"active children", childrenActiveSQL, []string{"jobd_jobs_children_idx (parent_id=?)"}},
-		{"durable jobs of a claim", durableOfSQL, []string{"USING INDEX sqlite_autoindex_jobd_jobs_1 (id=?)"}},
 		{"steps of jobs", stepsOfSQL, []string{"SEARCH jobd_job_steps USING PRIMARY KEY (job_id=?)"}},
 		{"a step", stepGetSQL, []string{"SEARCH jobd_job_steps USING PRIMARY KEY (job_id=? AND name=?)"}},
 		{"a signal", signalGetSQL, []string{"SEARCH jobd_signals USING PRIMARY KEY (job_id=? AND name=?)"}},

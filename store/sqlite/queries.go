@@ -332,9 +332,6 @@ var stepInsertSQL string
 //go:embed sql/steps_of.sql
 var stepsOfSQL string
 
-//go:embed sql/durable_of.sql
-var durableOfSQL string
-
 //go:embed sql/children_of.sql
 var childrenOfSQL string
 
