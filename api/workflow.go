@@ -21,6 +21,11 @@ const (
 	WorkflowCanceled  WorkflowState = "canceled"
 )
 
+// Final reports whether s is not running.
+func (s WorkflowState) Final() bool {
+	return s == WorkflowSucceeded || s == WorkflowFailed || s == WorkflowCanceled
+}
+
 // The values of WorkflowTaskRequest.RunOn.
 const (
 	// RunOnSuccess, the default: the task runs once every dependency
