@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -88,7 +89,7 @@ func (s *server) workflowParams(r *http.Request, body *workflowBody) (job.Workfl
 	for i, raw := range body.Tasks {
 		var b taskBody
 		if err := decodeMember(raw, &b); err != nil {
-			return p, inTask(i, err)
+			return p, inTask(i, unembed(err))
 		}
 		ip, err := s.checkCallerJob(r, &b.submitBody)
 		if err != nil {
@@ -124,6 +125,19 @@ func inTask(i int, err error) error {
 		return &cp
 	}
 	return fmt.Errorf("%s: %w", taskField(i, ""), err)
+}
+
+// unembed names a member of a task's job as the caller wrote it:
+// encoding/json names one of the embedded submitBody "submitBody.timeout".
+func unembed(err error) error {
+	var perr *problem.Error
+	if !errors.As(err, &perr) || !strings.HasPrefix(perr.Field, "submitBody.") {
+		return err
+	}
+	cp := *perr
+	cp.Field = strings.TrimPrefix(cp.Field, "submitBody.")
+	cp.Detail = strings.ReplaceAll(cp.Detail, "submitBody.", "")
+	return &cp
 }
 
 // getWorkflow: GET /api/v1/workflows/{id}: the workflow with its tasks,
