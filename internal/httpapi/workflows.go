@@ -81,6 +81,11 @@ func (s *server) submitWorkflow(w http.ResponseWriter, r *http.Request) error {
 // to submit. More tasks than the limit are refused before any is read.
 func (s *server) workflowParams(r *http.Request, body *workflowBody) (job.WorkflowParams, error) {
 	p := job.WorkflowParams{Name: body.Name, IdempotencyKey: body.IdempotencyKey}
+	// The workflow's key, like a job's, may not take the forms jobd
+	// derives for its own (job.CheckCallerInsert names idempotency_key).
+	if err := job.CheckCallerInsert(&job.InsertParams{IdempotencyKey: body.IdempotencyKey}); err != nil {
+		return p, err
+	}
 	if n, maxTasks := len(body.Tasks), s.cfg.WorkflowMaxTasks; n > maxTasks {
 		return p, job.Invalid(taskField(maxTasks, ""), "is task %d of %d, over the limit of %d tasks a workflow may hold", maxTasks+1, n, maxTasks)
 	}

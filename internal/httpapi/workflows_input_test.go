@@ -60,6 +60,7 @@ func TestWorkflowBadInput(t *testing.T) {
 			{wf(task(""), `{"ref":"b","kind":"k","depends_on":["a","a"]}`), 422, "tasks[1].depends_on"},
 			{wf(`{"ref":"a","kind":"k","depends_on":["c"]}`, `{"ref":"b","kind":"k","depends_on":["a"]}`, `{"ref":"c","kind":"k","depends_on":["b"]}`), 422, "tasks[0].depends_on"},
 			{wf(task(""), `{"ref":"b","kind":"k"}`, `{"ref":"c","kind":"k"}`, `{"ref":"d","kind":"k"}`), 422, "tasks[3]"},
+			{`{"name":"w","idempotency_key":"jobd:k","tasks":[` + task("") + `]}`, 422, "idempotency_key"},
 			{`{"name":"w","idempotency_key":"` + strings.Repeat("k", 300) + `","tasks":[` + task("") + `]}`, 422, "idempotency_key"},
 		} {
 			p := s.do("POST", "/api/v1/workflows", c.body).problem(t, c.status, c.field)
