@@ -9,8 +9,8 @@ import (
 
 	"github.com/jobd/jobd"
 	"github.com/jobd/jobd/engine"
-	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/internal/redact"
+	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/schedule"
 )
