@@ -196,9 +196,8 @@ func (s *Server) build(ctx context.Context, secrets *redact.Secrets) error {
 		Store: s.store, Logger: s.log, Version: buildinfo.Version(), AdminSecret: c.AdminSecret,
 		MaxBodyBytes: c.HTTP.MaxBodyBytes, MaxArgsBytes: c.MaxArgsBytes, PollInterval: c.HTTP.PollInterval,
 		Remote: workers, Metrics: metrics.Handler(), MetricsPublic: c.Metrics.Public, Schedules: scheduler,
-		Observer:         httpapi.Observer{Jobs: metrics, HTTP: metrics, Process: metrics, Tracer: c.Tracer, Workflows: metrics},
-		WorkflowMaxTasks: c.WorkflowMaxTasks,
-		Webhooks:         hooks, Streams: streams,
+		Observer: httpapi.Observer{Jobs: metrics, HTTP: metrics, Process: metrics, Tracer: c.Tracer, Workflows: metrics},
+		Webhooks: hooks, Streams: streams, WorkflowMaxTasks: c.WorkflowMaxTasks,
 	}
 	if len(c.Processes) > 0 {
 		if apiCfg.Processes, err = process.New(s.store, eng, "", c.Processes, process.WithObserver(metrics)); err != nil {
