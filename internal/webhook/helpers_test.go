@@ -134,7 +134,7 @@ func startNode(t *testing.T, db database, o options) *node {
 	svc, err := webhook.New(webhook.Config{
 		Store: st, Engine: eng, CallbackSecret: callbackSecret, Guard: o.guard, Logger: quiet, Clock: o.clock,
 		AlertInterval: o.alertInterval, FailureCount: o.failureCount, BacklogAge: o.backlogAge,
-		MaxAttempts:      o.maxAttempts, Workflows: o.workflows,
+		MaxAttempts: o.maxAttempts, Workflows: o.workflows,
 		DispatchInterval: 10 * time.Millisecond, BacklogInterval: 20 * time.Millisecond,
 	})
 	if err != nil {
