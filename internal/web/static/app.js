@@ -166,10 +166,10 @@
   }
 
   // A workflow's page, while it runs: one request for its tasks' states
-  // every 2 s while the page is visible; each node's class (its colour)
-  // and the counts change in place. The workflow's own end (or a
-  // change of it) reloads the page, whose buttons, table and journal
-  // then change too.
+  // every 2 s while the page is visible; each node's class (its
+  // colour), the task list's states and the counts change in place.
+  // The workflow's own end (or a change of it) reloads the page, whose
+  // buttons and journal then change too.
   function followWorkflow() {
     var box = document.getElementById("graph");
     if (!box) return;
@@ -198,6 +198,14 @@
           g.setAttribute("class", cls);
           var title = g.querySelector("title");
           if (title) title.textContent = g.getAttribute("data-ref") + ": " + st;
+        }
+      });
+      document.querySelectorAll("#tasks tr[data-task]").forEach(function (row) {
+        var st = tasks[row.getAttribute("data-task")];
+        var badge = row.querySelector(".badge");
+        if (st && badge && badge.textContent !== st) {
+          badge.className = "badge " + st;
+          badge.textContent = st;
         }
       });
       var counts = d.counts || {};
