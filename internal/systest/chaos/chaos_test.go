@@ -277,7 +277,8 @@ func TestChaos(t *testing.T) {
 	})
 	began := time.Now()
 	h := newHarness(t, cfg)
-	plan, specs := planFaults(cfg), planWorkload(cfg)
+	plan, specs, wfSpecs := planFaults(cfg), planWorkload(cfg), planWorkflows(cfg)
+	wfSub := &wfSubmitter{st: h.openWorkflowStore(), answers: make(map[string][]wfSubmission)}
 	ready := time.Now()
 
 	sub := &submitter{answers: make(map[string][]submission)}
@@ -289,7 +290,10 @@ func TestChaos(t *testing.T) {
 	submitted := make(chan struct{})
 	go func() {
 		defer close(submitted)
+		var wg sync.WaitGroup
+		wg.Go(func() { wfSub.run(h.ctx, start, wfSpecs) })
 		sub.run(h.ctx, start, specs)
+		wg.Wait()
 	}()
 	in := &injector{h: h}
 	in.run(start, plan)
@@ -319,6 +323,7 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	ev := h.gather(sub, specs, quiet)
+	ev.wf = h.gatherWorkflows(wfSub.st, wfSub, wfSpecs)
 	checked := ev.check(h)
 	for _, n := range h.nodes {
 		if err := n.stop(); err != nil {
