@@ -128,6 +128,9 @@ type harness struct {
 
 	errMu  sync.Mutex
 	errors int // errorf's calls
+	// collect, when set, receives errorf's failures instead of the test
+	// (the checks' own tests, which feed them evidence that must fail).
+	collect func(string)
 }
 
 // maxErrors bounds the failures a run prints; the rest are counted.
@@ -140,6 +143,10 @@ func (h *harness) errorf(format string, args ...any) {
 	h.errors++
 	n := h.errors
 	h.errMu.Unlock()
+	if h.collect != nil {
+		h.collect(fmt.Sprintf(format, args...))
+		return
+	}
 	switch {
 	case n <= maxErrors:
 		h.t.Errorf("chaos (seed %d): %s", h.cfg.seed, fmt.Sprintf(format, args...))
