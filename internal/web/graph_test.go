@@ -3,6 +3,7 @@ package web
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -80,6 +81,15 @@ func TestLayoutGraph(t *testing.T) {
 	for _, n := range g.Nodes {
 		if len(n.Label) > refShown+len("…") {
 			t.Errorf("label %q longer than %d bytes", n.Label, refShown)
+		}
+	}
+}
+
+// TestPollPeriod: 2 s up to a thousand tasks, 2 s more a thousand.
+func TestPollPeriod(t *testing.T) {
+	for tasks, want := range map[int]time.Duration{1: 2 * time.Second, 1000: 2 * time.Second, 1001: 4 * time.Second, 10000: 20 * time.Second} {
+		if got := pollPeriod(tasks); got != want {
+			t.Errorf("pollPeriod(%d) = %s, want %s", tasks, got, want)
 		}
 	}
 }

@@ -118,7 +118,7 @@ func TestWorkflowPages(t *testing.T) {
 		if !strings.Contains(p.body, `data-from="`+tasks["a"].ID.String()+`" data-to="`+tasks["b"].ID.String()+`"`) {
 			t.Errorf("no arrow from a to b")
 		}
-		if !strings.Contains(p.body, `data-summary="/ui/workflows/`+id.String()+`/summary"`) {
+		if !strings.Contains(p.body, `data-summary="/ui/workflows/`+id.String()+`/summary" data-period="2000"`) {
 			t.Errorf("a running workflow's page does not follow it")
 		}
 		if strings.Contains(p.body, "style=") {
@@ -266,6 +266,9 @@ func TestWorkflowGraphCap(t *testing.T) {
 		if !strings.Contains(p.body, `data-count="waiting">601<`) {
 			t.Errorf("the counts are not of every task")
 		}
+		if !strings.Contains(p.body, `data-period="2000"`) {
+			t.Errorf("a workflow of 602 tasks is not followed every 2 s")
+		}
 	})
 }
 
@@ -353,4 +356,39 @@ func TestWorkflowActions(t *testing.T) {
 			t.Errorf("a cross-site post changed the workflow: %s", wf.State)
 		}
 	})
+}
+
+// BenchmarkWorkflowPage renders a workflow of 10 000 tasks (the default
+// --workflow-max-tasks: a root, a fan-out of 9 998 and their fan-in) over
+// real HTTP on each store: its page (500 tasks drawn) and the summary
+// its script asks for every 2 s.
+//
+//	go test ./internal/web -run '^$' -bench WorkflowPage -benchtime 20x
+func BenchmarkWorkflowPage(b *testing.B) {
+	for _, driver := range drivers {
+		b.Run(driver, func(b *testing.B) {
+			st := openStore(b, driver)
+			d := newDash(b, st, dashOptions{})
+			step := job.InsertParams{Queue: wfQueue, Kind: "step"}
+			tasks := []job.TaskParams{{Ref: "root", InsertParams: step}}
+			var leaves []string
+			for i := 0; i < job.DefaultWorkflowMaxTasks-2; i++ {
+				ref := fmt.Sprintf("encode-%04d", i)
+				leaves = append(leaves, ref)
+				tasks = append(tasks, job.TaskParams{Ref: ref, DependsOn: []string{"root"}, InsertParams: step})
+			}
+			tasks = append(tasks, job.TaskParams{Ref: "publish", DependsOn: leaves, InsertParams: step})
+			id, _ := submitWorkflow(b, st, "big", tasks...)
+			br := d.browser()
+			for _, path := range []string{"", "/summary"} {
+				b.Run(strings.TrimPrefix(path, "/")+"page", func(b *testing.B) {
+					for b.Loop() {
+						if p := br.get("/ui/workflows/" + id.String() + path); p.status != http.StatusOK {
+							b.Fatalf("GET: %d", p.status)
+						}
+					}
+				})
+			}
+		})
+	}
 }

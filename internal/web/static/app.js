@@ -166,7 +166,8 @@
   }
 
   // A workflow's page, while it runs: one request for its tasks' states
-  // every 2 s while the page is visible; each node's class (its
+  // every data-period ms (2 s, more for a large workflow) while the page
+  // is visible; each node's class (its
   // colour), the task list's states and the counts change in place.
   // The workflow's own end (or a change of it) reloads the page, whose
   // buttons and journal then change too.
@@ -219,7 +220,7 @@
         window.location.replace(window.location.pathname);
       }
     }
-    timer = setInterval(tick, 2000);
+    timer = setInterval(tick, Number(box.getAttribute("data-period")) || 2000);
   }
 
   document.addEventListener("DOMContentLoaded", function () {
