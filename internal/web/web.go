@@ -4,13 +4,14 @@
 // client of the service layer the HTTP API uses: its reads are the
 // store's read methods the API calls, and each of its actions calls
 // exactly what the matching API handler calls (the store's JobCancel,
-// JobRetry and JobRerun, WorkflowCancel and WorkflowRetry, QueueSetPaused, the scheduler's Pause,
-// Resume and Trigger, the store's worker methods, the process runner's
-// Submit, the gateway's DeleteResult); it holds no SQL and no rule of its
-// own. Pages read without JavaScript; the script localises
-// times, follows a job's progress over its event stream, refreshes
-// the overview's counts from one summary endpoint, and recolours a
-// workflow's graph (drawn on the server as an SVG) from another.
+// JobRetry and JobRerun, WorkflowCancel and WorkflowRetry,
+// QueueSetPaused, the scheduler's Pause, Resume and Trigger, the store's
+// worker methods, the process runner's Submit, the gateway's
+// DeleteResult); it holds no SQL and no rule of its own. Pages read
+// without JavaScript; the script localises times, follows a job's
+// progress over its event stream, refreshes the overview's counts from
+// one summary endpoint, and recolours a running workflow's graph (drawn
+// on the server as an SVG, graph.go) from another.
 //
 // Authentication: with an admin secret, the dashboard asks for a key once
 // and keeps a session in the store, named by a random token in a cookie;
