@@ -53,7 +53,7 @@ func browserWorkflow(t *testing.T, st store.Store, screenshots bool) {
 	}
 	finish := func(j *job.Job) {
 		t.Helper()
-		res, err := st.JobFinish(ctx, []store.Outcome{{Lease: store.LeaseOf(j), Status: store.OutcomeSucceeded, Result: json.RawMessage(`{}`)}})
+		res, err := st.JobFinish(ctx, []store.Outcome{{Lease: store.LeaseOf(j), Outcome: job.Outcome{Status: store.OutcomeSucceeded, Result: json.RawMessage(`{}`)}}})
 		if err != nil || res[0].Lost {
 			t.Fatalf("finish %s: %v %+v", j.Ref, err, res)
 		}

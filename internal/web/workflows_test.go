@@ -61,7 +61,7 @@ func runTasks(t testing.TB, st store.Store, outcome map[string]string) {
 		t.Fatalf("claimed %d tasks, want %d (%v)", len(claimed), len(outcome), outcome)
 	}
 	for _, j := range claimed {
-		o := store.Outcome{Lease: store.LeaseOf(j), Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"ref":"` + j.Ref + `"}`)}
+		o := store.Outcome{Lease: store.LeaseOf(j), Outcome: job.Outcome{Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"ref":"` + j.Ref + `"}`)}}
 		switch outcome[j.Ref] {
 		case "succeeded":
 		case "failed":
@@ -321,7 +321,7 @@ func TestWorkflowActions(t *testing.T) {
 		if p := canceler.act(page, page+"/retry", nil); p.status != http.StatusForbidden {
 			t.Errorf("retry with a cancel key: %d, want 403", p.status)
 		}
-		res, err := st.JobFinish(ctx, []store.Outcome{{Lease: store.LeaseOf(claimed[0]), Status: store.OutcomeCanceled}})
+		res, err := st.JobFinish(ctx, []store.Outcome{{Lease: store.LeaseOf(claimed[0]), Outcome: job.Outcome{Status: store.OutcomeCanceled}}})
 		if err != nil || res[0].Lost {
 			t.Fatalf("a ends canceled: %v %+v", err, res)
 		}
