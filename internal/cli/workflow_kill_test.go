@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -43,7 +42,7 @@ func startServeNode(t *testing.T, database, addr, logPath string) *serveNode {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperJobdProcess$")
 	cmd.Env = append(os.Environ(), "JOBD_TEST_HELPER_ARGS="+strings.Join([]string{
 		"serve", "--database", database, "--listen", addr, "--admin-secret", killTestSecret,
-		"--reaper-interval", "200ms", "--workers", "[]"}, "\x1f"))
+		"--reaper-interval", "200ms", "--workers", "[]", "--workflow-max-tasks", "6"}, "\x1f"))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -84,8 +83,8 @@ func (n *serveNode) kill() {
 	<-n.done
 }
 
-// adminCall sends an admin request to base and decodes a 2xx answer.
-func adminCall(t *testing.T, method, url, body string, out any) {
+// rawCall sends an admin request and returns its status and body.
+func rawCall(t *testing.T, method, url, body string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
@@ -99,17 +98,25 @@ func adminCall(t *testing.T, method, url, body string, out any) {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("%s %s: %d %s", method, url, resp.StatusCode, b)
+	return resp.StatusCode, string(b)
+}
+
+// adminCall sends an admin request and decodes a 2xx answer.
+func adminCall(t *testing.T, method, url, body string, out any) {
+	t.Helper()
+	status, b := rawCall(t, method, url, body)
+	if status/100 != 2 {
+		t.Fatalf("%s %s: %d %s", method, url, status, b)
 	}
 	if out != nil {
-		if err := json.NewDecoder(bytes.NewReader(b)).Decode(out); err != nil {
+		if err := json.NewDecoder(strings.NewReader(b)).Decode(out); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
-// TestWorkflowServeNodeKilled: a workflow (A → B1…B4 → C) run by a
+// TestWorkflowServeNodeKilled (and --workflow-max-tasks, the nodes'
+// limit, 6: a seventh task is a 422 naming tasks[6]): a workflow (A → B1…B4 → C) run by a
 // remote worker through a `jobd serve` node that is SIGKILLed while the
 // B tasks run, and started again on the same database and address. The
 // worker's outcomes reach the new node (or, their leases lost, the tasks
@@ -145,6 +152,11 @@ func TestWorkflowServeNodeKilled(t *testing.T) {
 			tasks = append(tasks, `{"ref":"C","kind":"step","queue":"wfq","lease_ttl":"2s","depends_on":["B1","B2","B3","B4"]}`)
 			var wf api.Workflow
 			adminCall(t, "POST", base+"/api/v1/workflows", `{"name":"killed","tasks":[`+strings.Join(tasks, ",")+`]}`, &wf)
+			// --workflow-max-tasks 6: a seventh task is refused, naming it.
+			over := `{"name":"over","tasks":[` + strings.Join(append(tasks, `{"ref":"Z","kind":"step","queue":"wfq"}`), ",") + `]}`
+			if status, body := rawCall(t, "POST", base+"/api/v1/workflows", over); status != http.StatusUnprocessableEntity || !strings.Contains(body, `"field":"tasks[6]"`) {
+				t.Fatalf("a workflow of 7 tasks with --workflow-max-tasks 6: %d %s", status, body)
+			}
 
 			c, err := client.New(base, created.APIKey)
 			if err != nil {
