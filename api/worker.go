@@ -101,6 +101,10 @@ type ClaimedJob struct {
 	Job
 	LeaseToken               uuid.UUID `json:"lease_token"`
 	HeartbeatIntervalSeconds float64   `json:"heartbeat_interval_seconds"`
+	// Inputs are a workflow task's dependencies' ends, by ref, read
+	// from the store at the claim; absent for a job without
+	// dependencies.
+	Inputs map[string]Input `json:"inputs,omitempty"`
 }
 
 // ClaimResponse is the answer of a claim; Jobs is empty when none came.

@@ -138,6 +138,11 @@ func execJob(ctx context.Context, cfg execConfig, t *client.Task[json.RawMessage
 		return nil, err
 	}
 	defer os.Remove(prevFile)
+	inputsFile, err := inputsJSONFile(t.Job.Inputs)
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(inputsFile)
 
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", command)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -151,6 +156,7 @@ func execJob(ctx context.Context, cfg execConfig, t *client.Task[json.RawMessage
 		"JOBD_PREVIOUS_RESULT_FILE="+prevFile,
 		"JOBD_SCHEDULED_FOR="+timeText(t.Job.ScheduledFor),
 		"JOBD_DEADLINE="+timeText(t.Job.Deadline),
+		"JOBD_INPUTS_FILE="+inputsFile,
 	)
 	args := t.Job.Args
 	if len(args) == 0 {
@@ -201,6 +207,20 @@ func execJob(ctx context.Context, cfg execConfig, t *client.Task[json.RawMessage
 		return nil, client.Permanent(fmt.Errorf("stdout is not JSON: %.200q", out))
 	}
 	return out, nil
+}
+
+// inputsJSONFile writes a workflow task's inputs (its dependencies'
+// ends by ref, each {state, result, error}) to a new temporary file, empty
+// for a job without dependencies, and returns its name.
+func inputsJSONFile(inputs map[string]api.Input) (string, error) {
+	var raw json.RawMessage
+	if len(inputs) > 0 {
+		var err error
+		if raw, err = json.Marshal(inputs); err != nil {
+			return "", fmt.Errorf("inputs file: %w", err)
+		}
+	}
+	return jsonFile("inputs", raw)
 }
 
 // jsonFile writes raw (nothing for none or null) to a new temporary

@@ -120,6 +120,8 @@ func TestBodiesMirrorWireTypes(t *testing.T) {
 		{outcomesBody{}, api.OutcomesRequest{}},
 		{outcomeBody{}, api.OutcomeItem{}},
 		{batchBody{}, api.SubmitBatchRequest{}},
+		{workflowBody{}, api.WorkflowRequest{}},
+		{taskBody{}, api.WorkflowTaskRequest{}},
 	} {
 		got, want := jsonNames(c.server), jsonNames(c.wire)
 		if !reflect.DeepEqual(got, want) {
