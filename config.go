@@ -102,6 +102,12 @@ type Config struct {
 	// MaxArgsBytes limits a job's args (submissions, schedule templates,
 	// gateway requests); default job.DefaultMaxArgsBytes.
 	MaxArgsBytes int
+	// WorkflowMaxTasks bounds the tasks of a workflow (POST
+	// /api/v1/workflows, and the engine's SubmitWorkflow unless
+	// Engine.WorkflowMaxTasks says otherwise); default
+	// job.DefaultWorkflowMaxTasks (10 000). jobd serve
+	// --workflow-max-tasks.
+	WorkflowMaxTasks int
 	// HTTP configures the HTTP servers and the API.
 	HTTP HTTPConfig
 	// WorkerOfflineAfter marks remote workers without a heartbeat this
@@ -283,6 +289,12 @@ func (c Config) withDefaults() Config {
 	if c.MaxArgsBytes == 0 {
 		c.MaxArgsBytes = job.DefaultMaxArgsBytes
 	}
+	if c.WorkflowMaxTasks == 0 {
+		c.WorkflowMaxTasks = job.DefaultWorkflowMaxTasks
+	}
+	if c.Engine.WorkflowMaxTasks == 0 {
+		c.Engine.WorkflowMaxTasks = c.WorkflowMaxTasks
+	}
 	setDefault(&c.HTTP.MaxBodyBytes, DefaultMaxBodyBytes)
 	setDefault(&c.HTTP.ReadTimeout, DefaultReadTimeout)
 	setDefault(&c.HTTP.WriteTimeout, DefaultWriteTimeout)
@@ -345,6 +357,8 @@ func (c Config) validate() error {
 		return invalid("--max-body must be positive")
 	case c.MaxArgsBytes < 0:
 		return invalid("--max-args must be positive")
+	case c.WorkflowMaxTasks < 0:
+		return invalid("--workflow-max-tasks must be positive")
 	case c.HTTP.MaxStreams <= 0:
 		return invalid("--max-streams must be positive")
 	case c.HTTP.MaxStreamsPerCaller <= 0:

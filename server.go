@@ -196,8 +196,8 @@ func (s *Server) build(ctx context.Context, secrets *redact.Secrets) error {
 		Store: s.store, Logger: s.log, Version: buildinfo.Version(), AdminSecret: c.AdminSecret,
 		MaxBodyBytes: c.HTTP.MaxBodyBytes, MaxArgsBytes: c.MaxArgsBytes, PollInterval: c.HTTP.PollInterval,
 		Remote: workers, Metrics: metrics.Handler(), MetricsPublic: c.Metrics.Public, Schedules: scheduler,
-		Observer: httpapi.Observer{Jobs: metrics, HTTP: metrics, Process: metrics, Tracer: c.Tracer},
-		Webhooks: hooks, Streams: streams,
+		Observer: httpapi.Observer{Jobs: metrics, HTTP: metrics, Process: metrics, Tracer: c.Tracer, Workflows: metrics},
+		Webhooks: hooks, Streams: streams, WorkflowMaxTasks: c.WorkflowMaxTasks,
 	}
 	if len(c.Processes) > 0 {
 		if apiCfg.Processes, err = process.New(s.store, eng, "", c.Processes, process.WithObserver(metrics)); err != nil {
@@ -266,7 +266,7 @@ func (s *Server) webhooks(ctx context.Context, eng *engine.Engine, metrics *tele
 	}
 	s.secret(secret)
 	svc, err := webhook.New(webhook.Config{
-		Store: s.store, Engine: eng, CallbackSecret: secret, Logger: s.log, Observer: metrics,
+		Store: s.store, Engine: eng, CallbackSecret: secret, Logger: s.log, Observer: metrics, Workflows: metrics,
 		Guard:       webhook.Guard{AllowPrivate: c.AllowPrivate, AllowNetworks: c.AllowNetworks},
 		MaxAttempts: c.MaxAttempts, Timeout: c.Timeout, AlertInterval: c.AlertInterval,
 		FailureCount: c.FailureCount, FailureWindow: c.FailureWindow, BacklogAge: c.BacklogAge,

@@ -128,6 +128,10 @@ type Job struct {
 	// CallbackURL is where jobd POSTs the job each time it becomes final
 	// (a webhook of type job.finished); absent for none.
 	CallbackURL string `json:"callback_url,omitempty"`
+	// WorkflowID is the workflow the job is a task of, and Ref its name
+	// there; null and "" for a job outside workflows.
+	WorkflowID *uuid.UUID `json:"workflow_id"`
+	Ref        string     `json:"ref"`
 	// ParentID and ChildKey name the job that spawned this one and the
 	// key it gave it; absent for a job no job spawned.
 	ParentID *uuid.UUID `json:"parent_id,omitempty"`

@@ -35,7 +35,7 @@ const (
 )
 
 // AlertEvents are the alert types a subscription may list.
-var AlertEvents = []string{EventJobFailed, EventJobRescued, EventJobTimedOut, EventFailurePattern, EventWorkerOffline, EventQueueBacklog}
+var AlertEvents = []string{EventJobFailed, EventJobRescued, EventJobTimedOut, EventFailurePattern, EventWorkerOffline, EventQueueBacklog, EventWorkflowFinished}
 
 // The headers of every delivery, per the Standard Webhooks specification
 // (https://www.standardwebhooks.com): the delivery's id (the same on every
@@ -105,7 +105,7 @@ type WebhookTest struct {
 
 // WebhookPayload is the body of every delivery: the event's type, when it
 // happened, and its data (AlertData for an alert, a Job for a callback,
-// PingData for a ping).
+// WorkflowFinishedData for workflow.finished, PingData for a ping).
 type WebhookPayload struct {
 	Type      string          `json:"type"`
 	Timestamp time.Time       `json:"timestamp"`

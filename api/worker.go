@@ -101,6 +101,10 @@ type ClaimedJob struct {
 	Job
 	LeaseToken               uuid.UUID `json:"lease_token"`
 	HeartbeatIntervalSeconds float64   `json:"heartbeat_interval_seconds"`
+	// Inputs are a workflow task's dependencies' ends, by ref, read
+	// from the store at the claim; absent for a job without
+	// dependencies.
+	Inputs map[string]Input `json:"inputs,omitempty"`
 	// Steps, Children and Signal are what a durable job resumes from
 	// (docs/steps-and-children.md): its completed steps (name → result),
 	// its children (key → how each stands) and the signal of its last

@@ -78,7 +78,7 @@ func claim(t *testing.T, st store.Store, queue string) *job.Job {
 
 func finish(t *testing.T, st store.Store, j *job.Job, status store.OutcomeStatus, result string) {
 	t.Helper()
-	o := store.Outcome{Lease: store.Lease{ID: j.ID, Token: j.LeaseToken}, Status: status, Error: "it broke"}
+	o := store.Outcome{Lease: store.Lease{ID: j.ID, Token: j.LeaseToken}, Outcome: job.Outcome{Status: status, Error: "it broke"}}
 	if result != "" {
 		o.Result = json.RawMessage(result)
 	}

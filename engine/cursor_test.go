@@ -59,10 +59,7 @@ func TestClaimsFindJobsAheadOfTheCursor(t *testing.T) {
 		// The lock_key is free, and no wake-up says so: the claims that
 		// the next wake-ups cause find the waiter once a PollInterval has
 		// passed since the last look from the best job, before any poll.
-		if _, err := s.JobFinish(ctx, []store.Outcome{{
-			Lease:  store.Lease{ID: holder.ID, Token: held[0].LeaseToken, Owner: "remote"},
-			Status: store.OutcomeSucceeded,
-		}}); err != nil {
+		if _, err := s.JobFinish(ctx, []store.Outcome{{Lease: store.Lease{ID: holder.ID, Token: held[0].LeaseToken, Owner: "remote"}, Outcome: job.Outcome{Status: store.OutcomeSucceeded}}}); err != nil {
 			t.Fatalf("remote finish: %v", err)
 		}
 		clk.Advance(poll / 2)

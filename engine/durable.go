@@ -155,7 +155,7 @@ func (e *Engine) endWaiting(ctx context.Context, x *execution, w *step.Wait, ran
 	if errors.As(err, &bad) {
 		// A wait no store applies fails the job for good, saying why.
 		e.log.Warn("engine: the handler's wait is refused; failing the job", "job_id", x.job.ID, "kind", x.job.Kind, "err", err)
-		out := store.Outcome{Lease: x.lease, Status: store.OutcomeFailed, Error: truncate(storableText("wait refused: "+err.Error()), maxErrorBytes)}
+		out := store.Outcome{Lease: x.lease, Outcome: job.Outcome{Status: store.OutcomeFailed, Error: truncate(storableText("wait refused: "+err.Error()), maxErrorBytes)}}
 		_, err = e.store.JobFinish(ctx, []store.Outcome{out})
 	}
 	switch {

@@ -170,8 +170,7 @@ func TestFailingDutyDoesNotStopOthers(t *testing.T) {
 		// now, offline after a minute.
 		done := insert(t, s, job.InsertParams{Kind: "k"})
 		claimed := claimAs(t, s, "someone")
-		if res, err := s.JobFinish(ctx, []store.Outcome{{Lease: store.Lease{ID: claimed.ID, Token: claimed.LeaseToken},
-			Status: store.OutcomeSucceeded, Result: json.RawMessage(`1`)}}); err != nil || res[0].Lost {
+		if res, err := s.JobFinish(ctx, []store.Outcome{{Lease: store.Lease{ID: claimed.ID, Token: claimed.LeaseToken}, Outcome: job.Outcome{Status: store.OutcomeSucceeded, Result: json.RawMessage(`1`)}}}); err != nil || res[0].Lost {
 			t.Fatalf("finish: %v %+v", err, res)
 		}
 		if err := s.WorkerCreate(ctx, store.Worker{ID: "w1", Name: "w1"}, store.APIKey{ID: "k1", Name: "w1", Prefix: "p1", Hash: []byte("h"), WorkerID: "w1"}); err != nil {

@@ -506,7 +506,7 @@ func (e *Engine) drain() {
 	for _, x := range xs {
 		e.log.Error("engine: handler still running after its cancel; releasing its job without waiting for it",
 			"job_id", x.job.ID, "kind", x.job.Kind)
-		e.fin.add(x.finishItem(store.Outcome{Lease: x.lease, Status: store.OutcomeReleased}, e.clock.Now().Sub(x.startedAt)))
+		e.fin.add(x.finishItem(store.Outcome{Lease: x.lease, Outcome: job.Outcome{Status: store.OutcomeReleased}}, e.clock.Now().Sub(x.startedAt)))
 	}
 }
 

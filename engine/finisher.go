@@ -179,11 +179,10 @@ func refusedOutcome(out store.Outcome, why error) store.Outcome {
 	if out.Status == store.OutcomeSucceeded {
 		what = "result"
 	}
-	return store.Outcome{
-		Lease:  out.Lease,
+	return store.Outcome{Lease: out.Lease, Outcome: job.Outcome{
 		Status: store.OutcomeFailed,
 		Error:  truncate(storableText(what+" refused by the store: "+why.Error()), maxErrorBytes),
-	}
+	}}
 }
 
 // report logs the outcomes and wakes the producers of the queues where a

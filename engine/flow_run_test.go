@@ -125,8 +125,7 @@ func TestGlobalLimitPacedClaims(t *testing.T) {
 		if j, err := s.JobGet(ctx, next.ID); err != nil || j.State != job.StateQueued {
 			t.Fatalf("the second job ran past the global limit: %+v, %v", j, err)
 		}
-		res, err := s.JobFinish(ctx, []store.Outcome{{Lease: store.Lease{ID: held.ID, Token: held.LeaseToken, Owner: "elsewhere"},
-			Status: store.OutcomeSucceeded}})
+		res, err := s.JobFinish(ctx, []store.Outcome{{Lease: store.Lease{ID: held.ID, Token: held.LeaseToken, Owner: "elsewhere"}, Outcome: job.Outcome{Status: store.OutcomeSucceeded}}})
 		if err != nil || res[0].Lost {
 			t.Fatalf("finish: %+v, %v", res, err)
 		}
@@ -154,8 +153,7 @@ func TestGlobalLimitFinishWakesPool(t *testing.T) {
 		if j, err := s.JobGet(ctx, next.ID); err != nil || j.State != job.StateQueued {
 			t.Fatalf("the second job ran past the global limit: %+v, %v", j, err)
 		}
-		res, err := s.JobFinish(ctx, []store.Outcome{{Lease: store.Lease{ID: held.ID, Token: held.LeaseToken, Owner: "elsewhere"},
-			Status: store.OutcomeSucceeded}})
+		res, err := s.JobFinish(ctx, []store.Outcome{{Lease: store.Lease{ID: held.ID, Token: held.LeaseToken, Owner: "elsewhere"}, Outcome: job.Outcome{Status: store.OutcomeSucceeded}}})
 		if err != nil || res[0].Lost {
 			t.Fatalf("finish: %+v, %v", res, err)
 		}

@@ -192,7 +192,7 @@ func (p *producer) claim(ctx, workCtx, jobBase context.Context, h *health) (shor
 				rec := p.recorder(j.Kind)
 				rec.Started(claimedAt.Sub(j.RunAt)) // claimed all the same
 				p.e.fin.add(finishItem{
-					out:   store.Outcome{Lease: store.Lease{ID: j.ID, Token: j.LeaseToken, Owner: p.e.cfg.Node}, Status: store.OutcomeReleased},
+					out:   store.Outcome{Lease: store.Lease{ID: j.ID, Token: j.LeaseToken, Owner: p.e.cfg.Node}, Outcome: job.Outcome{Status: store.OutcomeReleased}},
 					queue: j.Queue, kind: j.Kind, attempt: j.Attempt, rec: rec, span: observe.Nop{},
 				})
 			}

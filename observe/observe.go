@@ -147,6 +147,17 @@ type Webhooks interface {
 	WebhookAttempt(event, outcome string, took time.Duration)
 }
 
+// Workflows records workflows, by name (a workflow's name, its kind of
+// work: a bounded set for a sane submitter; the recorder caps it).
+type Workflows interface {
+	// WorkflowStarted records a submission that created a workflow.
+	WorkflowStarted(name string)
+	// WorkflowFinished records a workflow's end: the state it ended in
+	// (succeeded, failed, canceled) and how long it ran, from its
+	// submission (a negative took when that is not known).
+	WorkflowFinished(name, state string, took time.Duration)
+}
+
 // The outcomes of a webhook delivery's attempt.
 const (
 	// WebhookDelivered: the receiver answered 2xx.
@@ -252,6 +263,7 @@ var (
 	_ Gateway      = Nop{}
 	_ Process      = Nop{}
 	_ Webhooks     = Nop{}
+	_ Workflows    = Nop{}
 	_ Tracer       = Nop{}
 	_ Span         = Nop{}
 )
@@ -297,6 +309,12 @@ func (Nop) UpstreamCall(string, int, time.Duration) {}
 
 // ProcessStage does nothing.
 func (Nop) ProcessStage(Stage, time.Duration) {}
+
+// WorkflowStarted does nothing.
+func (Nop) WorkflowStarted(string) {}
+
+// WorkflowFinished does nothing.
+func (Nop) WorkflowFinished(string, string, time.Duration) {}
 
 // StartJob returns ctx and Nop.
 func (Nop) StartJob(ctx context.Context, _ *job.Job, _ time.Time) (context.Context, Span) {

@@ -88,7 +88,7 @@ func TestTickKeySquatRefused(t *testing.T) {
 		if err != nil || len(claimed) != 1 {
 			t.Fatalf("claim: %v %v", claimed, err)
 		}
-		if _, err := f.st.JobFinish(t.Context(), []store.Outcome{{Lease: store.LeaseOf(claimed[0]), Status: store.OutcomeSucceeded}}); err != nil {
+		if _, err := f.st.JobFinish(t.Context(), []store.Outcome{{Lease: store.LeaseOf(claimed[0]), Outcome: job.Outcome{Status: store.OutcomeSucceeded}}}); err != nil {
 			t.Fatal(err)
 		}
 		f.clk.Advance(time.Minute)

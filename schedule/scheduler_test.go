@@ -219,7 +219,7 @@ func TestOverlapSkip(t *testing.T) {
 		}
 		f.clk.Advance(time.Minute)
 		f.tick(t) // skipped: it runs
-		if _, err := f.st.JobFinish(t.Context(), []store.Outcome{{Lease: store.LeaseOf(claimed[0]), Status: store.OutcomeSucceeded}}); err != nil {
+		if _, err := f.st.JobFinish(t.Context(), []store.Outcome{{Lease: store.LeaseOf(claimed[0]), Outcome: job.Outcome{Status: store.OutcomeSucceeded}}}); err != nil {
 			t.Fatal(err)
 		}
 		f.clk.Advance(2 * time.Minute) // two ticks due: skip runs one job at a time

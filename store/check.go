@@ -16,7 +16,7 @@ import (
 // outcome.
 func CheckOutcomes(outcomes []Outcome) error {
 	for i, o := range outcomes {
-		if err := o.Report().Check(); err != nil {
+		if err := o.Outcome.Check(); err != nil {
 			return fmt.Errorf("outcome %d: %w", i, err)
 		}
 	}

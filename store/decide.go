@@ -73,7 +73,7 @@ func DecideFinish(outcomes []Outcome, held []Held, now time.Time) ([]Decided, []
 			continue
 		}
 		used[k] = true
-		rep := o.Report()
+		rep := o.Outcome
 		if o.Backoff != nil && o.Status == OutcomeFailed && o.Retryable && o.Throttle == 0 {
 			rep.RetryDelay = o.Backoff(h.Queue, h.Attempt)
 		}

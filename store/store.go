@@ -577,31 +577,20 @@ const (
 	OutcomeReleased  = job.OutcomeReleased
 )
 
-// Outcome is one lease holder's report for JobFinish.
+// Outcome is one lease holder's report for JobFinish: the lease it held
+// and what it says became of the job (job.Outcome, which job.Finish
+// reads). A failure's Throttle applies to the job's queue, or to its
+// partition when the queue's flow.Limits.ThrottleBy says so, in the
+// transaction that requeues the job.
 type Outcome struct {
 	Lease
-	Status     OutcomeStatus
-	Result     json.RawMessage
-	Error      string
-	Retryable  bool
-	RetryDelay time.Duration
-	// Throttle, on a failure: see job.Outcome.Throttle. JobFinish applies
-	// the throttle to the job's queue, or to its partition when the
-	// queue's flow.Limits.ThrottleBy says so, in the transaction that
-	// requeues the job.
-	Throttle time.Duration
+	job.Outcome
 	// Backoff, when not nil, times the next attempt of a retryable
 	// failure without a throttle instead of RetryDelay: Backoff(queue,
 	// attempt) of the job's queue and the attempt that failed (1 for the
 	// first), as JobFinish reads them with the lease, so that its caller
 	// need not read the job to know its queue's backoff.
 	Backoff func(queue string, attempt int) time.Duration
-}
-
-// Report is the outcome without its lease, as job.Finish reads it.
-func (o Outcome) Report() job.Outcome {
-	return job.Outcome{Status: o.Status, Result: o.Result, Error: o.Error, Retryable: o.Retryable,
-		RetryDelay: o.RetryDelay, Throttle: o.Throttle}
 }
 
 // FinishResult is one outcome's effect.

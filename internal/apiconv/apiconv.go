@@ -55,6 +55,8 @@ func Job(j *job.Job) api.Job {
 		PreviousState:   api.State(j.PreviousState),
 		PreviousResult:  j.PreviousResult,
 		CallbackURL:     j.CallbackURL,
+		WorkflowID:      workflowID(j),
+		Ref:             j.Ref,
 		ParentID:        parentOf(j),
 		ChildKey:        j.ChildKey,
 	}
@@ -108,6 +110,27 @@ func Resume(r *job.Resume, c *api.ClaimedJob) {
 	if g := r.Signal; g != nil {
 		c.Signal = &api.Signal{Name: g.Name, Payload: g.Payload, TimedOut: g.TimedOut}
 	}
+}
+
+// workflowID is the job's workflow, nil outside workflows.
+func workflowID(j *job.Job) *uuid.UUID {
+	if j.WorkflowID == uuid.Nil {
+		return nil
+	}
+	id := j.WorkflowID
+	return &id
+}
+
+// Inputs shows a claimed task's inputs on the wire; nil for none.
+func Inputs(in map[string]job.Input) map[string]api.Input {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]api.Input, len(in))
+	for ref, v := range in {
+		out[ref] = api.Input{State: api.State(v.State), Result: v.Result, Error: v.Error}
+	}
+	return out
 }
 
 // errorOf is the job's error as the API shows it (api.Job.Error): its

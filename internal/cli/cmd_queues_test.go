@@ -58,8 +58,7 @@ func TestQueuesSet(t *testing.T) {
 			t.Fatal(err)
 		}
 		j := s.claim(t, "mail")
-		if _, err := s.store.JobFinish(context.Background(), []store.Outcome{{Lease: store.Lease{ID: j.ID, Token: j.LeaseToken},
-			Status: store.OutcomeFailed, Error: "429", Throttle: time.Hour}}); err != nil {
+		if _, err := s.store.JobFinish(context.Background(), []store.Outcome{{Lease: store.Lease{ID: j.ID, Token: j.LeaseToken}, Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "429", Throttle: time.Hour}}}); err != nil {
 			t.Fatal(err)
 		}
 		row := regexp.MustCompile(`(?m)^mail\s+false\s+1\s+0\s+0\s+0\s+0\s+partition_limit=2 rate=100/1m rate_by=partition_key burst=4 throttle_by=partition_key\s+1 partition$`)

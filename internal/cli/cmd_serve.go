@@ -10,6 +10,7 @@ import (
 	"github.com/jobd/jobd"
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/internal/redact"
+	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/schedule"
 )
@@ -31,6 +32,7 @@ type serveFlags struct {
 	heartbeat, poll, reaper, progress            time.Duration
 	workerOffline, preferWindow, workerRetry     time.Duration
 	maxBody, maxArgs                             int
+	workflowMaxTasks                             int
 
 	// The async gateway's.
 	upstreams, upstreamTimeouts listFlag
@@ -90,6 +92,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.progress, "progress-interval", d.ProgressInterval, "minimum gap between progress writes of one job")
 	fs.IntVar(&f.maxBody, "max-body", 1<<20, "request body limit in bytes")
 	fs.IntVar(&f.maxArgs, "max-args", 1<<20, "job args limit in bytes")
+	fs.IntVar(&f.workflowMaxTasks, "workflow-max-tasks", job.DefaultWorkflowMaxTasks, "the most tasks a workflow may hold (POST /api/v1/workflows)")
 	fs.DurationVar(&f.workerOffline, "worker-offline-after", jobd.DefaultWorkerOfflineAfter, "remote workers without a heartbeat this long are marked offline (env JOBD_WORKER_OFFLINE_AFTER)")
 	fs.DurationVar(&f.preferWindow, "prefer-window", d.PreferWindow, "how long a job's prefers hold it back from workers without them")
 	fs.DurationVar(&f.workerRetry, "worker-retry-delay", 0, "deprecated and ignored: a job a remote worker fails as retryable waits its queue's backoff (see --workers)")
@@ -208,7 +211,7 @@ func (f *serveFlags) config(env *Env) (jobd.Config, error) {
 			HeartbeatInterval: f.heartbeat, PollInterval: f.poll, ReaperInterval: f.reaper,
 			ProgressInterval: f.progress, Retention: f.retention, ShutdownTimeout: f.shutdownTimeout, AbandonGrace: f.abandonGrace,
 		},
-		MaxArgsBytes: f.maxArgs,
+		MaxArgsBytes: f.maxArgs, WorkflowMaxTasks: f.workflowMaxTasks,
 		HTTP: jobd.HTTPConfig{
 			MaxBodyBytes: int64(f.maxBody), ReadTimeout: f.http.readTimeout, WriteTimeout: f.http.writeTimeout,
 			IdleTimeout: f.http.idleTimeout, MaxStreams: f.http.maxStreams, MaxStreamsPerCaller: f.http.maxStreamsPerKey,

@@ -99,7 +99,7 @@ func (s *apiServer) claim(t *testing.T, queue string) *job.Job {
 
 func (s *apiServer) finish(t *testing.T, j *job.Job, status store.OutcomeStatus) {
 	t.Helper()
-	o := store.Outcome{Lease: store.Lease{ID: j.ID, Token: j.LeaseToken}, Status: status, Error: "it broke", Result: json.RawMessage(`{"n":1}`)}
+	o := store.Outcome{Lease: store.Lease{ID: j.ID, Token: j.LeaseToken}, Outcome: job.Outcome{Status: status, Error: "it broke", Result: json.RawMessage(`{"n":1}`)}}
 	if res, err := s.store.JobFinish(context.Background(), []store.Outcome{o}); err != nil || res[0].Lost {
 		t.Fatalf("finish: %+v, %v", res, err)
 	}

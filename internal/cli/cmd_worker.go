@@ -138,6 +138,11 @@ func execJob(ctx context.Context, cfg execConfig, t *client.Task[json.RawMessage
 		return nil, err
 	}
 	defer os.Remove(prevFile)
+	inputsFile, err := inputsJSONFile(t.Job.Inputs)
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(inputsFile)
 	resume, err := resumeFiles(t.Job)
 	defer resume.remove()
 	if err != nil {
@@ -156,6 +161,7 @@ func execJob(ctx context.Context, cfg execConfig, t *client.Task[json.RawMessage
 		"JOBD_PREVIOUS_RESULT_FILE="+prevFile,
 		"JOBD_SCHEDULED_FOR="+timeText(t.Job.ScheduledFor),
 		"JOBD_DEADLINE="+timeText(t.Job.Deadline),
+		"JOBD_INPUTS_FILE="+inputsFile,
 		"JOBD_STEPS_FILE="+resume.steps,
 		"JOBD_CHILDREN_FILE="+resume.children,
 		"JOBD_SIGNAL_FILE="+resume.signal,
@@ -209,6 +215,20 @@ func execJob(ctx context.Context, cfg execConfig, t *client.Task[json.RawMessage
 		return nil, client.Permanent(fmt.Errorf("stdout is not JSON: %.200q", out))
 	}
 	return out, nil
+}
+
+// inputsJSONFile writes a workflow task's inputs (its dependencies'
+// ends by ref, each {state, result, error}) to a new temporary file, empty
+// for a job without dependencies, and returns its name.
+func inputsJSONFile(inputs map[string]api.Input) (string, error) {
+	var raw json.RawMessage
+	if len(inputs) > 0 {
+		var err error
+		if raw, err = json.Marshal(inputs); err != nil {
+			return "", fmt.Errorf("inputs file: %w", err)
+		}
+	}
+	return jsonFile("inputs", raw)
 }
 
 // jsonFile writes raw (nothing for none or null) to a new temporary

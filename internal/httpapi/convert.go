@@ -57,3 +57,6 @@ func orEmpty(l []string) []string {
 	}
 	return l
 }
+
+// toAPIInputs shows a claimed task's inputs; nil for none.
+func toAPIInputs(in map[string]job.Input) map[string]api.Input { return apiconv.Inputs(in) }

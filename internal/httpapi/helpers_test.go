@@ -172,7 +172,7 @@ func claim(t *testing.T, st store.Store, queue string) *job.Job {
 // finish reports an outcome for a claimed job.
 func finish(t *testing.T, st store.Store, j *job.Job, status store.OutcomeStatus, result, errText string) {
 	t.Helper()
-	o := store.Outcome{Lease: store.Lease{ID: j.ID, Token: j.LeaseToken}, Status: status, Error: errText}
+	o := store.Outcome{Lease: store.Lease{ID: j.ID, Token: j.LeaseToken}, Outcome: job.Outcome{Status: status, Error: errText}}
 	if result != "" {
 		o.Result = json.RawMessage(result)
 	}

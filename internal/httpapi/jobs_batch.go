@@ -33,7 +33,7 @@ func (s *server) submitBatch(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var body batchBody
-	if err := s.decodeJobs(w, r, &body); err != nil {
+	if err := s.decodeOuter(w, r, &body); err != nil {
 		return err
 	}
 	if len(body.Jobs) == 0 || len(body.Jobs) > api.MaxBatchJobs {
@@ -84,19 +84,33 @@ func (s *server) submitBatch(w http.ResponseWriter, r *http.Request) error {
 }
 
 // batchJob decodes and checks one job of a batch as POST /api/v1/jobs
-// does one: strictly (400 naming its member), the text no store keeps
-// (422), jobd's own names before the caller's queues (422, then 403), the
-// store's rules (422). It writes nothing.
+// does one (decodeMember, then checkCallerJob). It writes nothing.
 func (s *server) batchJob(r *http.Request, raw json.RawMessage) (job.InsertParams, error) {
 	var b submitBody
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&b); err != nil {
-		return job.InsertParams{}, decodeProblem(err)
-	}
-	if err := checkMembers(raw); err != nil {
+	if err := decodeMember(raw, &b); err != nil {
 		return job.InsertParams{}, err
 	}
+	return s.checkCallerJob(r, &b)
+}
+
+// decodeMember decodes one job of a request that holds several (a
+// batch's, a workflow's task) strictly, 400 naming its member, and
+// refuses text no store keeps (422).
+func decodeMember(raw json.RawMessage, dst any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return decodeProblem(err)
+	}
+	return checkMembers(raw)
+}
+
+// checkCallerJob checks one job a caller submits as part of a request that
+// holds several (a batch's job, a workflow's task), exactly as POST
+// /api/v1/jobs checks one: its members (b.params), jobd's own names
+// before the caller's queues (422, then 403), the store's rules (422).
+// It returns the job's params, normalised, and writes nothing.
+func (s *server) checkCallerJob(r *http.Request, b *submitBody) (job.InsertParams, error) {
 	p, err := b.params()
 	if err != nil {
 		return p, err
@@ -113,9 +127,10 @@ func (s *server) batchJob(r *http.Request, raw json.RawMessage) (job.InsertParam
 	return p, nil
 }
 
-// decodeJobs reads the body of POST /api/v1/jobs/batch as decodeBody does,
-// leaving each job's text to be checked on its own (batchJob).
-func (s *server) decodeJobs(w http.ResponseWriter, r *http.Request, dst *batchBody) error {
+// decodeOuter reads a body that holds several jobs (POST
+// /api/v1/jobs/batch, POST /api/v1/workflows) as decodeBody does, leaving
+// each job's text raw, to be checked on its own (decodeMember).
+func (s *server) decodeOuter(w http.ResponseWriter, r *http.Request, dst any) error {
 	body, err := s.readBody(w, r)
 	if err != nil {
 		return err

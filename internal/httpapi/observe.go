@@ -26,6 +26,8 @@ type Observer struct {
 	Process observe.Process
 	// Tracer makes each remote execution a span of its job's trace.
 	Tracer observe.Tracer
+	// Workflows records the workflows the API creates.
+	Workflows observe.Workflows
 }
 
 func (o Observer) withDefaults() Observer {
@@ -40,6 +42,9 @@ func (o Observer) withDefaults() Observer {
 	}
 	if o.Tracer == nil {
 		o.Tracer = observe.Nop{}
+	}
+	if o.Workflows == nil {
+		o.Workflows = observe.Nop{}
 	}
 	return o
 }

@@ -124,6 +124,8 @@ func TestBodiesMirrorWireTypes(t *testing.T) {
 		{childrenBody{}, api.ChildrenRequest{}},
 		{waitBody{}, api.WaitRequest{}},
 		{signalBody{}, api.SignalRequest{}},
+		{workflowBody{}, api.WorkflowRequest{}},
+		{taskBody{}, api.WorkflowTaskRequest{}},
 	} {
 		got, want := jsonNames(c.server), jsonNames(c.wire)
 		if !reflect.DeepEqual(got, want) {

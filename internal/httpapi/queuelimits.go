@@ -33,6 +33,14 @@ var queueRoutes = map[string]bool{
 	"POST /api/v1/jobs/trigger":     true,
 	"GET /api/v1/jobs/{id}/status":  true,
 	"GET /api/v1/queues":            true,
+
+	// A workflow is a key's when every task's queue is one of its
+	// queues (callerWorkflow).
+	"POST /api/v1/workflows":             true,
+	"GET /api/v1/workflows":              true,
+	"GET /api/v1/workflows/{id}":         true,
+	"POST /api/v1/workflows/{id}/cancel": true,
+	"POST /api/v1/workflows/{id}/retry":  true,
 }
 
 // queueScoped reports whether rt is one of queueRoutes.

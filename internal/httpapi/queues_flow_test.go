@@ -244,8 +244,7 @@ func (c *claimCount) JobClaim(ctx context.Context, p store.ClaimParams) ([]*job.
 // throttle reports a throttled failure of j, for d.
 func throttle(t *testing.T, st store.Store, j *job.Job, d time.Duration) {
 	t.Helper()
-	res, err := st.JobFinish(context.Background(), []store.Outcome{{Lease: store.Lease{ID: j.ID, Token: j.LeaseToken},
-		Status: store.OutcomeFailed, Error: "429 Too Many Requests", Throttle: d}})
+	res, err := st.JobFinish(context.Background(), []store.Outcome{{Lease: store.Lease{ID: j.ID, Token: j.LeaseToken}, Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "429 Too Many Requests", Throttle: d}}})
 	if err != nil {
 		t.Fatal(err)
 	}

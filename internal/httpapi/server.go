@@ -55,6 +55,9 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxArgsBytes limits a job's args; default job.DefaultMaxArgsBytes.
 	MaxArgsBytes int
+	// WorkflowMaxTasks bounds the tasks of a workflow (POST
+	// /api/v1/workflows); default job.DefaultWorkflowMaxTasks.
+	WorkflowMaxTasks int
 	// PollInterval is how often a long-poll or a stream re-reads its job;
 	// default 200ms.
 	PollInterval time.Duration
@@ -106,6 +109,9 @@ func (c Config) withDefaults() Config {
 	if c.PollInterval == 0 {
 		c.PollInterval = DefaultPollInterval
 	}
+	if c.WorkflowMaxTasks == 0 {
+		c.WorkflowMaxTasks = job.DefaultWorkflowMaxTasks
+	}
 	c.Observer = c.Observer.withDefaults()
 	if c.Streams == nil {
 		c.Streams, _ = NewStreams(StreamLimits{}) // the defaults are valid
@@ -121,6 +127,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("httpapi: Config.MaxBodyBytes must be >= 0, got %d", c.MaxBodyBytes)
 	case c.MaxArgsBytes < 0:
 		return fmt.Errorf("httpapi: Config.MaxArgsBytes must be >= 0, got %d", c.MaxArgsBytes)
+	case c.WorkflowMaxTasks < 0:
+		return fmt.Errorf("httpapi: Config.WorkflowMaxTasks must be >= 0, got %d", c.WorkflowMaxTasks)
 	case c.PollInterval < 0:
 		return fmt.Errorf("httpapi: Config.PollInterval must be >= 0, got %s", c.PollInterval)
 	}
@@ -248,6 +256,12 @@ func (s *server) routes() []route {
 		{"POST", "/api/v1/jobs/{id}/rerun", scopeAdmin, s.rerun},
 		{"GET", "/api/v1/jobs/{id}/events", scopeRead, s.events},
 		{"GET", "/api/v1/jobs/{id}/stream", scopeRead, s.stream},
+
+		{"POST", "/api/v1/workflows", scopeSubmit, s.submitWorkflow},
+		{"GET", "/api/v1/workflows", scopeRead, s.listWorkflows},
+		{"GET", "/api/v1/workflows/{id}", scopeRead, s.getWorkflow},
+		{"POST", "/api/v1/workflows/{id}/cancel", scopeCancel, s.cancelWorkflow},
+		{"POST", "/api/v1/workflows/{id}/retry", scopeAdmin, s.retryWorkflow},
 
 		{"POST", "/api/v1/jobs/trigger", scopeSubmit, s.trigger},
 		{"GET", "/api/v1/jobs/{id}/status", scopeRead, s.jobStatus},

@@ -79,7 +79,7 @@ func (s *server) claimResponse(jobs []*job.Job) api.ClaimResponse {
 	out := api.ClaimResponse{Jobs: make([]api.ClaimedJob, len(jobs))}
 	for i, j := range jobs {
 		out.Jobs[i] = api.ClaimedJob{Job: toAPIJob(j), LeaseToken: j.LeaseToken,
-			HeartbeatIntervalSeconds: api.Seconds(s.remote.HeartbeatAdvice(j.LeaseTTL))}
+			HeartbeatIntervalSeconds: api.Seconds(s.remote.HeartbeatAdvice(j.LeaseTTL)), Inputs: toAPIInputs(j.Inputs)}
 		apiconv.Resume(j.Resume, &out.Jobs[i])
 	}
 	return out

@@ -21,6 +21,7 @@ import (
 	"github.com/jobd/jobd/internal/gateway"
 	"github.com/jobd/jobd/internal/httpapi"
 	"github.com/jobd/jobd/internal/testutil/pgtest"
+	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
@@ -203,7 +204,7 @@ func (n *walkNode) finishAsync(status store.OutcomeStatus, result string) uuid.U
 	if err != nil || len(js) != 1 || js[0].ID != id {
 		n.t.Fatalf("claim %s: %v", id, err)
 	}
-	o := store.Outcome{Lease: store.Lease{ID: id, Token: js[0].LeaseToken}, Status: status, Error: "connection refused"}
+	o := store.Outcome{Lease: store.Lease{ID: id, Token: js[0].LeaseToken}, Outcome: job.Outcome{Status: status, Error: "connection refused"}}
 	if result != "" {
 		o.Result = json.RawMessage(result)
 	}

@@ -218,7 +218,7 @@ func counts(batch []store.Outcome, res []store.FinishResult) (done, failed int) 
 
 // outcome is the store's outcome of o, checked.
 func (s *Service) outcome(o Outcome) (store.Outcome, error) {
-	out := store.Outcome{Lease: o.Lease, Status: o.Status}
+	out := store.Outcome{Lease: o.Lease, Outcome: job.Outcome{Status: o.Status}}
 	switch o.Status {
 	case store.OutcomeSucceeded:
 		out.Result = o.Result

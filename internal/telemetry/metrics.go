@@ -85,8 +85,9 @@ type Metrics struct {
 
 	stages []prometheus.Histogram // by observe.Stage
 
-	kmu   sync.Mutex
-	kinds map[[2]string]*kindRecorder
+	kmu       sync.Mutex
+	kinds     map[[2]string]*kindRecorder
+	workflows *workflowMetrics // its names under kmu
 }
 
 var (
@@ -186,6 +187,7 @@ func NewMetrics(cfg Config) *Metrics {
 		m.stages[s] = h
 		f(h)
 	}
+	m.workflows = newWorkflowMetrics(f)
 	if cfg.Pools != nil {
 		f(poolCollector{cfg.Pools})
 	}

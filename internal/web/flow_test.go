@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
 
@@ -27,8 +28,7 @@ func TestOverviewShowsFlowControl(t *testing.T) {
 		if err != nil || len(js) != 1 {
 			t.Fatalf("claim: %d jobs, %v", len(js), err)
 		}
-		if _, err := st.JobFinish(ctx, []store.Outcome{{Lease: store.Lease{ID: js[0].ID, Token: js[0].LeaseToken},
-			Status: store.OutcomeFailed, Error: "429", Throttle: time.Hour}}); err != nil {
+		if _, err := st.JobFinish(ctx, []store.Outcome{{Lease: store.Lease{ID: js[0].ID, Token: js[0].LeaseToken}, Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "429", Throttle: time.Hour}}}); err != nil {
 			t.Fatal(err)
 		}
 

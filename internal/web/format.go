@@ -10,7 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/jobd/jobd/flow"
+	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/process"
 	"github.com/jobd/jobd/store"
 )
@@ -31,7 +34,15 @@ var funcs = template.FuncMap{
 	"compact":    compactJSON,
 	"lockKey":    process.LockKey,
 	"plural":     pluralOf,
+	"someID":     someID,
+	"active":     activeTasks,
 }
+
+// someID reports whether id is set (a job's WorkflowID or CanceledBy).
+func someID(id uuid.UUID) bool { return id != uuid.Nil }
+
+// activeTasks counts a workflow's tasks that are not final.
+func activeTasks(w *job.Workflow) int { return w.TaskCount - w.Succeeded - w.Failed - w.Canceled }
 
 // itemsKey is a job's per-item progress as compact JSON ("null" for
 // none): the job page's script compares it with the stream's, to learn

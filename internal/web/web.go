@@ -4,12 +4,14 @@
 // client of the service layer the HTTP API uses: its reads are the
 // store's read methods the API calls, and each of its actions calls
 // exactly what the matching API handler calls (the store's JobCancel,
-// JobRetry and JobRerun, QueueSetPaused, the scheduler's Pause,
-// Resume and Trigger, the store's worker methods, the process runner's
-// Submit, the gateway's DeleteResult); it holds no SQL and no rule of its
-// own. Pages read without JavaScript; the script localises
-// times, follows a job's progress over its event stream and refreshes
-// the overview's counts from one summary endpoint.
+// JobRetry and JobRerun, WorkflowCancel and WorkflowRetry,
+// QueueSetPaused, the scheduler's Pause, Resume and Trigger, the store's
+// worker methods, the process runner's Submit, the gateway's
+// DeleteResult); it holds no SQL and no rule of its own. Pages read
+// without JavaScript; the script localises times, follows a job's
+// progress over its event stream, refreshes the overview's counts from
+// one summary endpoint, and recolours a running workflow's graph (drawn
+// on the server as an SVG, graph.go) from another.
 //
 // Authentication: with an admin secret, the dashboard asks for a key once
 // and keeps a session in the store, named by a random token in a cookie;
@@ -187,6 +189,12 @@ func (s *server) routes() http.Handler {
 
 	mux.HandleFunc("POST /ui/jobs/{id}/rerun", s.action(scopeAdmin, s.rerun))
 
+	mux.HandleFunc("GET /ui/workflows", s.page(s.workflows))
+	mux.HandleFunc("GET /ui/workflows/{id}", s.page(s.workflow))
+	mux.HandleFunc("GET /ui/workflows/{id}/summary", s.page(s.workflowSummary))
+	mux.HandleFunc("POST /ui/workflows/{id}/cancel", s.action(scopeCancel, s.cancelWorkflow))
+	mux.HandleFunc("POST /ui/workflows/{id}/retry", s.action(scopeAdmin, s.retryWorkflow))
+
 	mux.HandleFunc("GET /ui/schedules", s.page(s.schedules))
 	mux.HandleFunc("POST /ui/schedules/{name}/pause", s.action(scopeAdmin, s.pauseSchedule))
 	mux.HandleFunc("POST /ui/schedules/{name}/resume", s.action(scopeAdmin, s.resumeSchedule))
@@ -255,7 +263,7 @@ func staticHandler(files fs.FS) http.Handler {
 // parsePages parses each page's template with the layout.
 func parsePages() (map[string]*template.Template, error) {
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"overview", "jobs", "job", "schedules", "workers", "processes", "process", "async", "login", "error"} {
+	for _, name := range []string{"overview", "jobs", "job", "workflows", "workflow", "schedules", "workers", "processes", "process", "async", "login", "error"} {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web: template %s: %w", name, err)

@@ -71,8 +71,10 @@ func (s *Service) flushEvery() time.Duration {
 // queues its deliveries and saves the rate limits it decided. more says
 // the batch was full.
 func (s *Service) dispatchOnce(ctx context.Context) (queued int, more bool, err error) {
+	var events []store.WebhookEvent
 	err = s.store.InTx(ctx, func(ctx context.Context, ex store.Executor) error {
-		events, err := ex.WebhookEventsTake(ctx, dispatchBatch)
+		var err error
+		events, err = ex.WebhookEventsTake(ctx, dispatchBatch)
 		if err != nil || len(events) == 0 {
 			return err
 		}
@@ -93,6 +95,14 @@ func (s *Service) dispatchOnce(ctx context.Context) (queued int, more bool, err 
 					return err
 				}
 				deliveries = append(deliveries, p)
+				continue
+			}
+			if ev.Type == store.WebhookWorkflowFinished {
+				ps, err := s.workflowDeliveries(ev, subs)
+				if err != nil {
+					return err
+				}
+				deliveries = append(deliveries, ps...)
 				continue
 			}
 			if ev.Queue == Queue {
@@ -120,7 +130,61 @@ func (s *Service) dispatchOnce(ctx context.Context) (queued int, more bool, err 
 		_, err = ex.JobInsertMany(ctx, deliveries)
 		return err
 	})
+	if err == nil {
+		s.recordWorkflows(events)
+	}
 	return queued, more, err
+}
+
+// workflowDeliveries are the deliveries of a workflow.finished event: one
+// to each subscription that receives the type. A workflow has no queue or
+// kind, so it passes every filter; and no rate limit holds it back: each
+// is the end of one workflow, as a callback is one job's.
+func (s *Service) workflowDeliveries(ev store.WebhookEvent, subs []store.Webhook) ([]job.InsertParams, error) {
+	var out []job.InsertParams
+	for _, sub := range subs {
+		if !slices.Contains(sub.Events, ev.Type) {
+			continue
+		}
+		data := api.WorkflowFinishedData{Workflow: api.WorkflowFinished{ID: ev.WorkflowID, Name: ev.WorkflowName,
+			State: api.WorkflowState(ev.WorkflowState), FinishedAt: finishedAt(ev).UTC()}}
+		raw, err := json.Marshal(data)
+		if err != nil {
+			return nil, err
+		}
+		p, err := s.subscriptionDelivery(sub.ID, ev.Type, ev.At, raw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// finishedAt is when ev's workflow ended: its FinishedAt, else the event's
+// time.
+func finishedAt(ev store.WebhookEvent) time.Time {
+	if ev.FinishedAt != nil {
+		return *ev.FinishedAt
+	}
+	return ev.At
+}
+
+// recordWorkflows records the ends of workflows among events, which a
+// committed transaction took from the outbox: once in the cluster. A
+// workflow's id is a UUIDv7, whose time is its submission's.
+func (s *Service) recordWorkflows(events []store.WebhookEvent) {
+	for _, ev := range events {
+		if ev.Type != store.WebhookWorkflowFinished {
+			continue
+		}
+		took := time.Duration(-1)
+		if ev.WorkflowID.Version() == 7 {
+			sec, nsec := ev.WorkflowID.Time().UnixTime()
+			took = finishedAt(ev).Sub(time.Unix(sec, nsec))
+		}
+		s.cfg.Workflows.WorkflowFinished(ev.WorkflowName, string(ev.WorkflowState), took)
+	}
 }
 
 // alertsOf is what an outbox event means for the subscriptions: an alert

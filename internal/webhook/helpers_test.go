@@ -29,6 +29,7 @@ import (
 	"github.com/jobd/jobd/internal/testutil/storewatch"
 	"github.com/jobd/jobd/internal/webhook"
 	"github.com/jobd/jobd/job"
+	"github.com/jobd/jobd/observe"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
 	"github.com/jobd/jobd/store/sqlite"
@@ -93,6 +94,7 @@ type options struct {
 	failureCount  int
 	backlogAge    time.Duration
 	maxAttempts   int
+	workflows     observe.Workflows // the service's recorder of workflows' ends
 }
 
 // node is a jobd node under test: a store, an engine with a pool for the
@@ -132,7 +134,7 @@ func startNode(t *testing.T, db database, o options) *node {
 	svc, err := webhook.New(webhook.Config{
 		Store: st, Engine: eng, CallbackSecret: callbackSecret, Guard: o.guard, Logger: quiet, Clock: o.clock,
 		AlertInterval: o.alertInterval, FailureCount: o.failureCount, BacklogAge: o.backlogAge,
-		MaxAttempts:      o.maxAttempts,
+		MaxAttempts: o.maxAttempts, Workflows: o.workflows,
 		DispatchInterval: 10 * time.Millisecond, BacklogInterval: 20 * time.Millisecond,
 	})
 	if err != nil {

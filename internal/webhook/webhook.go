@@ -102,6 +102,10 @@ type Config struct {
 	Clock clock.Clock
 	// Observer records the deliveries; default observe.Nop.
 	Observer observe.Webhooks
+	// Workflows records the workflows' ends, as the dispatcher takes
+	// their events from the outbox (once in the cluster); default
+	// observe.Nop.
+	Workflows observe.Workflows
 }
 
 func (c Config) withDefaults() Config {
@@ -143,6 +147,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Observer == nil {
 		c.Observer = observe.Nop{}
+	}
+	if c.Workflows == nil {
+		c.Workflows = observe.Nop{}
 	}
 	return c
 }

@@ -128,7 +128,7 @@ func benchClaimFinish(b *testing.B, shape benchShape) {
 				}
 				outcomes = outcomes[:0]
 				for i, j := range jobs {
-					o := store.Outcome{Lease: store.Lease{ID: j.ID, Token: j.LeaseToken}, Status: store.OutcomeSucceeded}
+					o := store.Outcome{Lease: store.Lease{ID: j.ID, Token: j.LeaseToken}, Outcome: job.Outcome{Status: store.OutcomeSucceeded}}
 					if failEvery > 0 && i%failEvery == 0 {
 						o.Status, o.Error, o.Retryable, o.RetryDelay = store.OutcomeFailed, "bench", true, time.Hour
 					}

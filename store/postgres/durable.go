@@ -136,7 +136,7 @@ func (s *executor) JobWait(ctx context.Context, lease store.Lease, w job.WaitReq
 		if h.CancelRequested {
 			// A cancel request wins over a wait as over a release: the
 			// job ends canceled, as JobFinish ends it.
-			if _, err := ex.JobFinish(ctx, []store.Outcome{{Lease: lease, Status: job.OutcomeReleased}}); err != nil {
+			if _, err := ex.JobFinish(ctx, []store.Outcome{{Lease: lease, Outcome: job.Outcome{Status: job.OutcomeReleased}}}); err != nil {
 				return err
 			}
 			j, err = scanJob(ex.tx.QueryRow(ctx, jobGetSQL, pgUUID(lease.ID)))

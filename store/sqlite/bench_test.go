@@ -61,7 +61,7 @@ func benchClaimFinish(b *testing.B, limits flow.Limits, partitions int) {
 		}
 		outcomes = outcomes[:0]
 		for _, j := range jobs {
-			outcomes = append(outcomes, store.Outcome{Lease: store.Lease{ID: j.ID, Token: j.LeaseToken}, Status: store.OutcomeSucceeded})
+			outcomes = append(outcomes, store.Outcome{Lease: store.Lease{ID: j.ID, Token: j.LeaseToken}, Outcome: job.Outcome{Status: store.OutcomeSucceeded}})
 		}
 		if _, err := s.JobFinish(ctx, outcomes); err != nil {
 			b.Fatal(err)

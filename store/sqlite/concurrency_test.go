@@ -69,7 +69,7 @@ func TestConcurrentClaimers(t *testing.T) {
 				}
 				outcomes := make([]store.Outcome, len(jobs))
 				for i, j := range jobs {
-					outcomes[i] = store.Outcome{Lease: store.Lease{ID: j.ID, Token: j.LeaseToken}, Status: store.OutcomeSucceeded}
+					outcomes[i] = store.Outcome{Lease: store.Lease{ID: j.ID, Token: j.LeaseToken}, Outcome: job.Outcome{Status: store.OutcomeSucceeded}}
 				}
 				res, err := s.JobFinish(ctx, outcomes)
 				if err != nil {

@@ -174,7 +174,7 @@ func (s *executor) JobWait(ctx context.Context, lease store.Lease, w job.WaitReq
 		if h.CancelRequested {
 			// A cancel request wins over a wait as over a release: the
 			// job ends canceled, as JobFinish ends it.
-			if _, err := s.finish(ctx, tx, wake, []store.Outcome{{Lease: lease, Status: job.OutcomeReleased}}); err != nil {
+			if _, err := s.finish(ctx, tx, wake, []store.Outcome{{Lease: lease, Outcome: job.Outcome{Status: job.OutcomeReleased}}}); err != nil {
 				return err
 			}
 			j, err = scanJob(tx.QueryRowContext(ctx, jobGetSQL, lease.ID.String()))

@@ -47,10 +47,10 @@ func TestResultKeptVerbatim(t *testing.T) {
 		t.Fatalf("JobClaim: %d jobs, %v", len(jobs), err)
 	}
 	result := json.RawMessage(`{"b": 1.0,  "a": ["\u00e9", 12345678901234567890]}`)
-	batch := []store.Outcome{{Lease: store.Lease{ID: jobs[0].ID, Token: jobs[0].LeaseToken}, Status: store.OutcomeSucceeded, Result: result}}
+	batch := []store.Outcome{{Lease: store.Lease{ID: jobs[0].ID, Token: jobs[0].LeaseToken}, Outcome: job.Outcome{Status: store.OutcomeSucceeded, Result: result}}}
 	mixed := []store.Outcome{
-		{Lease: store.Lease{ID: jobs[1].ID, Token: jobs[1].LeaseToken}, Status: store.OutcomeSucceeded, Result: result},
-		{Lease: store.Lease{ID: jobs[0].ID, Token: jobs[0].LeaseToken}, Status: store.OutcomeCanceled}, // lost: forces the per-outcome path
+		{Lease: store.Lease{ID: jobs[1].ID, Token: jobs[1].LeaseToken}, Outcome: job.Outcome{Status: store.OutcomeSucceeded, Result: result}},
+		{Lease: store.Lease{ID: jobs[0].ID, Token: jobs[0].LeaseToken}, Outcome: job.Outcome{Status: store.OutcomeCanceled}}, // lost: forces the per-outcome path
 	}
 	for _, outcomes := range [][]store.Outcome{batch, mixed} {
 		res, err := s.JobFinish(ctx, outcomes)

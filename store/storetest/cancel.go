@@ -54,7 +54,7 @@ func testCancelRunning(t *testing.T, e *env) {
 	if err != nil || len(res) != 1 || !res[0].Held || !res[0].CancelRequested {
 		t.Fatalf("JobHeartbeat after cancel: %+v %v, want held with cancel requested", res, err)
 	}
-	e.finishOne(t, store.Outcome{Lease: leaseOf(c), Status: store.OutcomeCanceled})
+	e.finishOne(t, store.Outcome{Lease: leaseOf(c), Outcome: job.Outcome{Status: store.OutcomeCanceled}})
 	wantState(t, e.get(t, c.ID), job.StateCanceled)
 	e.claimNone(t, job.DefaultQueue)
 }
@@ -62,7 +62,7 @@ func testCancelRunning(t *testing.T, e *env) {
 func testCancelFinal(t *testing.T, e *env) {
 	e.insert(t, job.InsertParams{Kind: "k"})
 	succeeded := e.claimOne(t, job.DefaultQueue)
-	e.finishOne(t, store.Outcome{Lease: leaseOf(succeeded), Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"ok": true}`)})
+	e.finishOne(t, store.Outcome{Lease: leaseOf(succeeded), Outcome: job.Outcome{Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"ok": true}`)}})
 	e.insert(t, job.InsertParams{Kind: "k"})
 	failed := e.claimOne(t, job.DefaultQueue)
 	e.fail(t, failed, false, 0)
@@ -148,13 +148,13 @@ func testCancelRequestWins(t *testing.T, e *env) {
 		want     job.State
 	}{
 		{"retryable failure", 5, func(c *job.Job) store.Outcome {
-			return store.Outcome{Lease: leaseOf(c), Status: store.OutcomeFailed, Error: "boom", Retryable: true, RetryDelay: time.Minute}
+			return store.Outcome{Lease: leaseOf(c), Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "boom", Retryable: true, RetryDelay: time.Minute}}
 		}, job.StateCanceled},
 		{"failure at the last attempt", 1, func(c *job.Job) store.Outcome {
-			return store.Outcome{Lease: leaseOf(c), Status: store.OutcomeFailed, Error: "boom", Retryable: true}
+			return store.Outcome{Lease: leaseOf(c), Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "boom", Retryable: true}}
 		}, job.StateCanceled},
 		{"permanent failure", 5, func(c *job.Job) store.Outcome {
-			return store.Outcome{Lease: leaseOf(c), Status: store.OutcomeFailed, Error: "boom"}
+			return store.Outcome{Lease: leaseOf(c), Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "boom"}}
 		}, job.StateCanceled},
 		{"release", 5, releaseOf, job.StateCanceled},
 		{"success", 5, func(c *job.Job) store.Outcome { return outcomeSucceeded(c, `{"done": true}`) }, job.StateSucceeded},

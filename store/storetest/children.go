@@ -94,14 +94,14 @@ func testParentWokenByLastChild(t *testing.T, e *env) {
 	for _, k := range kids {
 		byKey[k.ChildKey] = k
 	}
-	e.finishOne(t, store.Outcome{Lease: leaseOf(byKey["ok"]), Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"sum": 7}`)})
-	e.finishOne(t, store.Outcome{Lease: leaseOf(byKey["bad"]), Status: store.OutcomeFailed, Error: "boom"})
+	e.finishOne(t, store.Outcome{Lease: leaseOf(byKey["ok"]), Outcome: job.Outcome{Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"sum": 7}`)}})
+	e.finishOne(t, store.Outcome{Lease: leaseOf(byKey["bad"]), Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "boom"}})
 	if p := e.get(t, c.ID); p.State != job.StateWaiting || p.Pending != 1 {
 		t.Fatalf("after two ends: %s pending %d", p.State, p.Pending)
 	}
 	e.claimNone(t, job.DefaultQueue)
 	e.cancel(t, byKey["gone"].ID)
-	e.finishOne(t, store.Outcome{Lease: leaseOf(byKey["gone"]), Status: store.OutcomeCanceled})
+	e.finishOne(t, store.Outcome{Lease: leaseOf(byKey["gone"]), Outcome: job.Outcome{Status: store.OutcomeCanceled}})
 	p := e.claimOne(t, job.DefaultQueue)
 	if p.ID != c.ID || p.Attempt != 1 || p.Resume == nil || len(p.Resume.Children) != 3 {
 		t.Fatalf("resumed parent: %s attempt %d resume %+v", p.ID, p.Attempt, p.Resume)
@@ -165,7 +165,7 @@ func testLastChildConcurrent(t *testing.T, e *env) {
 			size := []int{1, 7, 20, 3}[w%4]
 			var mine []store.Outcome
 			for i := w; i < n; i += workers {
-				mine = append(mine, store.Outcome{Lease: leaseOf(kids[i]), Status: store.OutcomeSucceeded})
+				mine = append(mine, store.Outcome{Lease: leaseOf(kids[i]), Outcome: job.Outcome{Status: store.OutcomeSucceeded}})
 			}
 			for len(mine) > 0 {
 				k := min(size, len(mine))

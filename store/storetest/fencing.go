@@ -49,11 +49,11 @@ func wantFencedAs(t *testing.T, e *env, lease store.Lease, hbOwner string, accep
 	_, err = e.s.JobSetCheckpoint(t.Context(), lease, json.RawMessage(`{"stale": true}`))
 	wantErr(t, "JobSetCheckpoint with a lost lease", err, job.ErrLeaseLost)
 	for _, o := range []store.Outcome{
-		{Lease: lease, Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"stale": true}`)},
-		{Lease: lease, Status: store.OutcomeFailed, Error: "stale", Retryable: true},
-		{Lease: lease, Status: store.OutcomeFailed, Error: "stale"},
-		{Lease: lease, Status: store.OutcomeCanceled},
-		{Lease: lease, Status: store.OutcomeReleased},
+		{Lease: lease, Outcome: job.Outcome{Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"stale": true}`)}},
+		{Lease: lease, Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "stale", Retryable: true}},
+		{Lease: lease, Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "stale"}},
+		{Lease: lease, Outcome: job.Outcome{Status: store.OutcomeCanceled}},
+		{Lease: lease, Outcome: job.Outcome{Status: store.OutcomeReleased}},
 	} {
 		res := e.finish(t, o)
 		if repeat := len(accepted) > 0 && accepted[0] == o.Status; repeat != res[0].Repeat || repeat == res[0].Lost {
@@ -91,7 +91,7 @@ func testFencingStale(t *testing.T, e *env) {
 	}
 	wantFenced(t, e, leaseOf(old))
 
-	e.finishOne(t, store.Outcome{Lease: leaseOf(cur), Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"by": "new"}`)})
+	e.finishOne(t, store.Outcome{Lease: leaseOf(cur), Outcome: job.Outcome{Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"by": "new"}`)}})
 	// The stale holder cannot overwrite the new holder's result either.
 	wantFenced(t, e, leaseOf(old))
 	j := e.get(t, old.ID)
@@ -102,7 +102,7 @@ func testFencingStale(t *testing.T, e *env) {
 func testFencingAfterFinish(t *testing.T, e *env) {
 	e.insert(t, job.InsertParams{Kind: "k"})
 	c := e.claimOne(t, job.DefaultQueue)
-	e.finishOne(t, store.Outcome{Lease: leaseOf(c), Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"n": 1}`)})
+	e.finishOne(t, store.Outcome{Lease: leaseOf(c), Outcome: job.Outcome{Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"n": 1}`)}})
 	wantFenced(t, e, leaseOf(c), store.OutcomeSucceeded) // a finished job's own token is spent
 
 	e.insert(t, job.InsertParams{Kind: "k"})
@@ -119,8 +119,8 @@ func testFencingMixedBatch(t *testing.T, e *env) {
 	}
 	a, b := got[0], got[1]
 	res := e.finish(t,
-		store.Outcome{Lease: store.Lease{ID: a.ID, Token: uuid.New()}, Status: store.OutcomeSucceeded},
-		store.Outcome{Lease: leaseOf(b), Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"ok": true}`)})
+		store.Outcome{Lease: store.Lease{ID: a.ID, Token: uuid.New()}, Outcome: job.Outcome{Status: store.OutcomeSucceeded}},
+		store.Outcome{Lease: leaseOf(b), Outcome: job.Outcome{Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"ok": true}`)}})
 	if !res[0].Lost || res[1].Lost || res[1].State != job.StateSucceeded {
 		t.Fatalf("mixed batch results %+v, want [Lost, succeeded]", res)
 	}
@@ -165,7 +165,7 @@ func testFencingOtherOwner(t *testing.T, e *env) {
 	if _, err := e.s.JobSetCheckpoint(t.Context(), own, json.RawMessage(`{"page": 1}`)); err != nil {
 		t.Fatalf("worker-a's checkpoint: %v", err)
 	}
-	res := e.finishOne(t, store.Outcome{Lease: own, Status: store.OutcomeFailed, Error: "boom", Retryable: true})
+	res := e.finishOne(t, store.Outcome{Lease: own, Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "boom", Retryable: true}})
 	wantState(t, e.get(t, c.ID), res.State)
 	if res.State != job.StateQueued {
 		t.Fatalf("worker-a's retryable failure: state %q, want queued", res.State)
@@ -185,8 +185,8 @@ func testFencingOtherOwnerInBatch(t *testing.T, e *env) {
 	wrong := func(j *job.Job) store.Lease { l := leaseOf(j); l.Owner = "worker-b"; return l }
 
 	res := e.finish(t,
-		store.Outcome{Lease: wrong(got[0]), Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"by": "b"}`)},
-		store.Outcome{Lease: leaseOf(got[1]), Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"by": "a"}`)})
+		store.Outcome{Lease: wrong(got[0]), Outcome: job.Outcome{Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"by": "b"}`)}},
+		store.Outcome{Lease: leaseOf(got[1]), Outcome: job.Outcome{Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"by": "a"}`)}})
 	if !res[0].Lost || res[1].Lost {
 		t.Fatalf("successes: %+v, want [Lost, applied]", res)
 	}
@@ -194,10 +194,10 @@ func testFencingOtherOwnerInBatch(t *testing.T, e *env) {
 	wantState(t, e.get(t, got[1].ID), job.StateSucceeded)
 
 	res = e.finish(t,
-		store.Outcome{Lease: wrong(got[2]), Status: store.OutcomeFailed, Error: "by b"},
-		store.Outcome{Lease: leaseOf(got[2]), Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"by": "a"}`)},
-		store.Outcome{Lease: wrong(got[3]), Status: store.OutcomeReleased},
-		store.Outcome{Lease: leaseOf(got[0]), Status: store.OutcomeCanceled})
+		store.Outcome{Lease: wrong(got[2]), Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "by b"}},
+		store.Outcome{Lease: leaseOf(got[2]), Outcome: job.Outcome{Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"by": "a"}`)}},
+		store.Outcome{Lease: wrong(got[3]), Outcome: job.Outcome{Status: store.OutcomeReleased}},
+		store.Outcome{Lease: leaseOf(got[0]), Outcome: job.Outcome{Status: store.OutcomeCanceled}})
 	if !res[0].Lost || res[1].Lost || !res[2].Lost || res[3].Lost {
 		t.Fatalf("mixed outcomes: %+v, want [Lost, applied, Lost, applied]", res)
 	}

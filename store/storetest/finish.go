@@ -40,7 +40,7 @@ func testFinishSucceeded(t *testing.T, e *env) {
 	e.insert(t, job.InsertParams{Kind: "k"})
 	c := e.claimOne(t, job.DefaultQueue)
 	e.clk.Advance(3 * time.Second)
-	res := e.finishOne(t, store.Outcome{Lease: leaseOf(c), Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"rows": 12}`)})
+	res := e.finishOne(t, store.Outcome{Lease: leaseOf(c), Outcome: job.Outcome{Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"rows": 12}`)}})
 	if res.State != job.StateSucceeded {
 		t.Fatalf("finish result state %q, want succeeded", res.State)
 	}
@@ -58,7 +58,7 @@ func testFinishFailedRetryable(t *testing.T, e *env) {
 	e.insert(t, job.InsertParams{Kind: "k", MaxAttempts: 3})
 	c := e.claimOne(t, job.DefaultQueue)
 	e.clk.Advance(time.Second)
-	res := e.finishOne(t, store.Outcome{Lease: leaseOf(c), Status: store.OutcomeFailed, Error: "disk full", Retryable: true, RetryDelay: 30 * time.Second})
+	res := e.finishOne(t, store.Outcome{Lease: leaseOf(c), Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "disk full", Retryable: true, RetryDelay: 30 * time.Second}})
 	due := e.now().Add(30 * time.Second)
 	if res.State != job.StateQueued {
 		t.Fatalf("finish result state %q, want queued", res.State)
@@ -123,7 +123,7 @@ func testFinishCanceled(t *testing.T, e *env) {
 	e.insert(t, job.InsertParams{Kind: "k"})
 	c := e.claimOne(t, job.DefaultQueue)
 	e.cancel(t, c.ID)
-	res := e.finishOne(t, store.Outcome{Lease: leaseOf(c), Status: store.OutcomeCanceled})
+	res := e.finishOne(t, store.Outcome{Lease: leaseOf(c), Outcome: job.Outcome{Status: store.OutcomeCanceled}})
 	if res.State != job.StateCanceled {
 		t.Fatalf("finish result state %q, want canceled", res.State)
 	}
@@ -178,7 +178,7 @@ func testFinishSameLeaseTwice(t *testing.T, e *env) {
 	}
 	a, b := got[0], got[1]
 	res := e.finish(t,
-		store.Outcome{Lease: leaseOf(a), Status: store.OutcomeFailed, Error: "first", Retryable: true},
+		store.Outcome{Lease: leaseOf(a), Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "first", Retryable: true}},
 		outcomeSucceeded(a, `{"second": true}`),
 		outcomeSucceeded(b, `{"first": true}`),
 		outcomeSucceeded(b, `{"second": true}`))
@@ -212,10 +212,10 @@ func testFinishUnstorable(t *testing.T, e *env) {
 	}
 	good, bad := got[0], got[1]
 	for _, o := range []store.Outcome{
-		{Lease: leaseOf(bad), Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"a":"\u0000"}`)},
-		{Lease: leaseOf(bad), Status: store.OutcomeSucceeded, Result: json.RawMessage(`"\ud800"`)},
-		{Lease: leaseOf(bad), Status: store.OutcomeFailed, Error: "nul \x00 here", Retryable: true},
-		{Lease: leaseOf(bad), Status: store.OutcomeFailed, Error: "byte \xff here"},
+		{Lease: leaseOf(bad), Outcome: job.Outcome{Status: store.OutcomeSucceeded, Result: json.RawMessage(`{"a":"\u0000"}`)}},
+		{Lease: leaseOf(bad), Outcome: job.Outcome{Status: store.OutcomeSucceeded, Result: json.RawMessage(`"\ud800"`)}},
+		{Lease: leaseOf(bad), Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "nul \x00 here", Retryable: true}},
+		{Lease: leaseOf(bad), Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "byte \xff here"}},
 	} {
 		before := e.get(t, bad.ID)
 		e.clk.Advance(time.Second)

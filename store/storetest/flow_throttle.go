@@ -33,7 +33,7 @@ func (e *env) throttle(t *testing.T, j *job.Job, d time.Duration) store.FinishRe
 }
 
 func throttledOutcome(j *job.Job, d time.Duration) store.Outcome {
-	return store.Outcome{Lease: leaseOf(j), Status: store.OutcomeFailed, Error: "429 Too Many Requests", Throttle: d}
+	return store.Outcome{Lease: leaseOf(j), Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "429 Too Many Requests", Throttle: d}}
 }
 
 // testFlowThrottleQueue: a throttle on a queue without limits puts the

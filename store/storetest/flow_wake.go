@@ -121,7 +121,7 @@ func testFlowWakeOtherNode(t *testing.T, e *env) {
 	l.drain(t)
 	outcomes := make([]store.Outcome, len(held))
 	for i, j := range held {
-		outcomes[i] = store.Outcome{Lease: leaseOf(j), Status: store.OutcomeSucceeded}
+		outcomes[i] = store.Outcome{Lease: leaseOf(j), Outcome: job.Outcome{Status: store.OutcomeSucceeded}}
 	}
 	if _, err := b.JobFinish(t.Context(), outcomes); err != nil {
 		t.Fatalf("JobFinish on node b: %v", err)

@@ -153,12 +153,12 @@ func (e *env) finishOne(t *testing.T, o store.Outcome) store.FinishResult {
 
 func (e *env) succeed(t *testing.T, j *job.Job) {
 	t.Helper()
-	e.finishOne(t, store.Outcome{Lease: leaseOf(j), Status: store.OutcomeSucceeded, Result: json.RawMessage(`{}`)})
+	e.finishOne(t, store.Outcome{Lease: leaseOf(j), Outcome: job.Outcome{Status: store.OutcomeSucceeded, Result: json.RawMessage(`{}`)}})
 }
 
 func (e *env) fail(t *testing.T, j *job.Job, retryable bool, delay time.Duration) store.FinishResult {
 	t.Helper()
-	return e.finishOne(t, store.Outcome{Lease: leaseOf(j), Status: store.OutcomeFailed, Error: "boom", Retryable: retryable, RetryDelay: delay})
+	return e.finishOne(t, store.Outcome{Lease: leaseOf(j), Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "boom", Retryable: retryable, RetryDelay: delay}})
 }
 
 func (e *env) cancel(t *testing.T, id uuid.UUID) *job.Job {
@@ -356,7 +356,7 @@ func timePtrEqual(a, b *time.Time) bool {
 }
 
 func releaseOf(j *job.Job) store.Outcome {
-	return store.Outcome{Lease: leaseOf(j), Status: store.OutcomeReleased}
+	return store.Outcome{Lease: leaseOf(j), Outcome: job.Outcome{Status: store.OutcomeReleased}}
 }
 
 func claimParams(queue string, max int, owner string) store.ClaimParams {
@@ -376,7 +376,7 @@ func wantIDSet(t *testing.T, what string, got []*job.Job, want ...*job.Job) {
 }
 
 func outcomeSucceeded(j *job.Job, result string) store.Outcome {
-	return store.Outcome{Lease: leaseOf(j), Status: store.OutcomeSucceeded, Result: json.RawMessage(result)}
+	return store.Outcome{Lease: leaseOf(j), Outcome: job.Outcome{Status: store.OutcomeSucceeded, Result: json.RawMessage(result)}}
 }
 
 func compareIDs(a, b *job.Job) int { return bytes.Compare(a.ID[:], b.ID[:]) }

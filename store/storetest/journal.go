@@ -127,7 +127,7 @@ func testJournalEveryPath(t *testing.T, e *env) {
 	cc, cd := claim("c"), claim("d")
 	tick()
 	e.finish(t,
-		store.Outcome{Lease: leaseOf(cc), Status: store.OutcomeFailed, Error: "disk full", Retryable: true},
+		store.Outcome{Lease: leaseOf(cc), Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "disk full", Retryable: true}},
 		outcomeSucceeded(cd, `{"ok":true}`))
 	add(c, job.EventRetried, 1, "disk full")
 	add(d, job.EventSucceeded, 1, "")

@@ -203,20 +203,20 @@ func CheckMigratedJournals(t *testing.T, s store.Store, clk *clock.Fake, jobs []
 	}
 
 	j := byName["running"]
-	finish(j.ID, j.Token, store.Outcome{Status: store.OutcomeFailed, Error: "disk full", Retryable: true})
+	finish(j.ID, j.Token, store.Outcome{Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "disk full", Retryable: true}})
 	movedOn("running", ev(job.EventRetried, 1, "disk full"))
 
 	j = byName["rescued-running"]
-	finish(j.ID, j.Token, store.Outcome{Status: store.OutcomeSucceeded})
+	finish(j.ID, j.Token, store.Outcome{Outcome: job.Outcome{Status: store.OutcomeSucceeded}})
 	movedOn("rescued-running", ev(job.EventSucceeded, 2, ""))
 
 	j = byName["cancel-requested"]
-	finish(j.ID, j.Token, store.Outcome{Status: store.OutcomeFailed, Error: "boom", Retryable: true})
+	finish(j.ID, j.Token, store.Outcome{Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "boom", Retryable: true}})
 	movedOn("cancel-requested", ev(job.EventCanceled, 1, "boom"))
 
 	c := claim("queued", "n9")
 	movedOn("queued", ev(job.EventClaimed, 1, "n9"))
-	finish(c.ID, c.LeaseToken, store.Outcome{Status: store.OutcomeFailed, Error: "once", Retryable: true})
+	finish(c.ID, c.LeaseToken, store.Outcome{Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "once", Retryable: true}})
 	movedOn("queued", ev(job.EventClaimed, 1, "n9"), ev(job.EventRetried, 1, "once"))
 
 	claim("retried", "n9")

@@ -90,7 +90,7 @@ func CheckMigratedToWorkflows(t *testing.T, s store.Store, clk *clock.Fake, jobs
 		t.Fatalf("claim of the migrated queued jobs: %d, %v", len(got), err)
 	}
 	for _, j := range got {
-		if r, err := s.JobFinish(ctx, []store.Outcome{{Lease: store.LeaseOf(j), Status: store.OutcomeSucceeded}}); err != nil || r[0].Lost {
+		if r, err := s.JobFinish(ctx, []store.Outcome{{Lease: store.LeaseOf(j), Outcome: job.Outcome{Status: store.OutcomeSucceeded}}}); err != nil || r[0].Lost {
 			t.Fatalf("finish %s: %+v %v", j.ID, r, err)
 		}
 	}

@@ -46,16 +46,18 @@ func testRepeatEachOutcome(t *testing.T, e *env) {
 	}{
 		{"succeeded", func(j *job.Job) store.Outcome { return outcomeSucceeded(j, `{"n": 1}`) }, job.StateSucceeded},
 		{"failed retryable", func(j *job.Job) store.Outcome {
-			return store.Outcome{Lease: leaseOf(j), Status: store.OutcomeFailed, Error: "later", Retryable: true, RetryDelay: time.Hour}
+			return store.Outcome{Lease: leaseOf(j), Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "later", Retryable: true, RetryDelay: time.Hour}}
 		}, job.StateQueued},
 		{"failed for good", func(j *job.Job) store.Outcome {
-			return store.Outcome{Lease: leaseOf(j), Status: store.OutcomeFailed, Error: "never"}
+			return store.Outcome{Lease: leaseOf(j), Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "never"}}
 		}, job.StateFailed},
 		{"throttled", func(j *job.Job) store.Outcome {
-			return store.Outcome{Lease: leaseOf(j), Status: store.OutcomeFailed, Error: "429", Throttle: time.Minute}
+			return store.Outcome{Lease: leaseOf(j), Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "429", Throttle: time.Minute}}
 		}, job.StateQueued},
 		{"released", releaseOf, job.StateQueued},
-		{"canceled", func(j *job.Job) store.Outcome { return store.Outcome{Lease: leaseOf(j), Status: store.OutcomeCanceled} }, job.StateCanceled},
+		{"canceled", func(j *job.Job) store.Outcome {
+			return store.Outcome{Lease: leaseOf(j), Outcome: job.Outcome{Status: store.OutcomeCanceled}}
+		}, job.StateCanceled},
 	}
 	for i, c := range cases {
 		queue := fmt.Sprintf("repeat-%d", i)
@@ -80,10 +82,10 @@ func testRepeatOtherOutcome(t *testing.T, e *env) {
 	e.succeed(t, done)
 	e.finishOne(t, releaseOf(released))
 	for _, o := range []store.Outcome{
-		{Lease: leaseOf(done), Status: store.OutcomeFailed, Error: "late", Retryable: true},
+		{Lease: leaseOf(done), Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "late", Retryable: true}},
 		releaseOf(done),
 		outcomeSucceeded(released, `{}`),
-		{Lease: leaseOf(released), Status: store.OutcomeFailed, Error: "late"},
+		{Lease: leaseOf(released), Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "late"}},
 	} {
 		before := e.get(t, o.ID)
 		if res := e.finish(t, o)[0]; !res.Lost || res.Repeat {
@@ -160,7 +162,7 @@ func testRepeatInBatch(t *testing.T, e *env) {
 	}
 	// Mixed: b's release again, d's failure, a's success again twice, a
 	// lost one.
-	res = e.finish(t, releaseOf(b), store.Outcome{Lease: leaseOf(d), Status: store.OutcomeFailed, Error: "x"},
+	res = e.finish(t, releaseOf(b), store.Outcome{Lease: leaseOf(d), Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "x"}},
 		outcomeSucceeded(a, `{}`), outcomeSucceeded(a, `{}`), stranger)
 	want := []store.FinishResult{
 		{Repeat: true, State: job.StateQueued}, {State: job.StateFailed},
@@ -208,22 +210,21 @@ func testFinishBackoff(t *testing.T, e *env) {
 	}
 	e.insert(t, job.InsertParams{Kind: "k", Queue: "backoff", MaxAttempts: 3})
 	j := e.claimOne(t, "backoff")
-	res := e.finishOne(t, store.Outcome{Lease: leaseOf(j), Status: store.OutcomeFailed, Error: "x", Retryable: true,
-		RetryDelay: time.Hour, Backoff: backoff})
+	res := e.finishOne(t, store.Outcome{Lease: leaseOf(j), Backoff: backoff, Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "x", Retryable: true, RetryDelay: time.Hour}})
 	if res.State != job.StateQueued {
 		t.Fatalf("state %s, want queued", res.State)
 	}
 	wantTime(t, "run_at after the first attempt", e.get(t, j.ID).RunAt, e.now().Add(7*time.Second))
 	e.clk.Advance(7 * time.Second)
 	j = e.claimOne(t, "backoff")
-	e.finishOne(t, store.Outcome{Lease: leaseOf(j), Status: store.OutcomeFailed, Error: "x", Retryable: true, Backoff: backoff})
+	e.finishOne(t, store.Outcome{Lease: leaseOf(j), Backoff: backoff, Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "x", Retryable: true}})
 	wantTime(t, "run_at after the second attempt", e.get(t, j.ID).RunAt, e.now().Add(14*time.Second))
 	if len(calls) != 2 || calls[0] != (call{"backoff", 1}) || calls[1] != (call{"backoff", 2}) {
 		t.Fatalf("Backoff called with %+v, want (backoff, 1) then (backoff, 2)", calls)
 	}
 	e.clk.Advance(14 * time.Second)
 	j = e.claimOne(t, "backoff")
-	e.finishOne(t, store.Outcome{Lease: leaseOf(j), Status: store.OutcomeFailed, Error: "x", Throttle: time.Minute, Backoff: backoff})
+	e.finishOne(t, store.Outcome{Lease: leaseOf(j), Backoff: backoff, Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "x", Throttle: time.Minute}})
 	wantTime(t, "run_at after a throttle", e.get(t, j.ID).RunAt, e.now().Add(time.Minute))
 	if len(calls) != 2 {
 		t.Fatalf("Backoff called for a throttle: %+v", calls)

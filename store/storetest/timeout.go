@@ -132,7 +132,7 @@ func testTimeoutWritesRefused(t *testing.T, e *env) {
 	// Both paths of JobFinish: a batch of successes, and the general one.
 	for _, out := range []store.Outcome{
 		outcomeSucceeded(jobs[0], `"late"`),
-		{Lease: leaseOf(jobs[1]), Status: store.OutcomeFailed, Error: "late", Retryable: true},
+		{Lease: leaseOf(jobs[1]), Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "late", Retryable: true}},
 	} {
 		before := e.get(t, out.ID)
 		if r := e.finish(t, out)[0]; !r.Lost {

@@ -59,8 +59,7 @@ func (w *txWrites) write(ctx context.Context, t *testing.T, ex store.Executor) e
 	if _, err := ex.JobCancel(ctx, w.queued.ID); err != nil {
 		return err
 	}
-	fin, err := ex.JobFinish(ctx, []store.Outcome{{Lease: leaseOf(w.running), Status: store.OutcomeFailed,
-		Error: "boom", Retryable: true, RetryDelay: time.Minute}})
+	fin, err := ex.JobFinish(ctx, []store.Outcome{{Lease: leaseOf(w.running), Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "boom", Retryable: true, RetryDelay: time.Minute}}})
 	if err != nil {
 		return err
 	}

@@ -185,8 +185,8 @@ func testWebhookCallbackOnFailureAndRetry(t *testing.T, e *env) {
 		byID[j.ID] = j
 	}
 	e.finish(t,
-		store.Outcome{Lease: leaseOf(byID[dies.ID]), Status: store.OutcomeFailed, Error: "bad input", Retryable: true},
-		store.Outcome{Lease: leaseOf(byID[again.ID]), Status: store.OutcomeFailed, Error: "flaky", Retryable: true},
+		store.Outcome{Lease: leaseOf(byID[dies.ID]), Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "bad input", Retryable: true}},
+		store.Outcome{Lease: leaseOf(byID[again.ID]), Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "flaky", Retryable: true}},
 		outcomeSucceeded(byID[fine.ID], `"ok"`),
 	)
 	wantEvents(t, "after a mixed batch", e.outbox(t),
@@ -228,7 +228,7 @@ func testWebhookCallbackOnCancel(t *testing.T, e *env) {
 	running := e.claimOne(t, "b")
 	e.cancel(t, running.ID)
 	wantEvents(t, "after asking a running job to stop", e.outbox(t))
-	e.finishOne(t, store.Outcome{Lease: leaseOf(running), Status: store.OutcomeFailed, Error: "stopped", Retryable: true})
+	e.finishOne(t, store.Outcome{Lease: leaseOf(running), Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "stopped", Retryable: true}})
 	wantEvents(t, "after its holder stopped", e.outbox(t),
 		fmt.Sprintf("callback job=%s b/k attempt=1/5 error=stopped url=%s", running.ID, url))
 }

@@ -144,7 +144,7 @@ func testWorkflowFanOutFanIn(t *testing.T, e *env) {
 		}
 		outs := make([]store.Outcome, len(batch))
 		for i, j := range batch {
-			outs[i] = store.Outcome{Lease: leaseOf(j), Status: store.OutcomeSucceeded, Result: json.RawMessage(fmt.Sprintf(`{"part":%q}`, j.Ref))}
+			outs[i] = store.Outcome{Lease: leaseOf(j), Outcome: job.Outcome{Status: store.OutcomeSucceeded, Result: json.RawMessage(fmt.Sprintf(`{"part":%q}`, j.Ref))}}
 		}
 		for i, r := range e.finish(t, outs...) {
 			if r.Lost || r.State != job.StateSucceeded {

@@ -54,9 +54,9 @@ func testWorkflowFanInConcurrent(t *testing.T, e *env) {
 				var mine []store.Outcome
 				for i := w; i < n; i += workers {
 					j := claimed[i]
-					o := store.Outcome{Lease: leaseOf(j), Status: store.OutcomeSucceeded}
+					o := store.Outcome{Lease: leaseOf(j), Outcome: job.Outcome{Status: store.OutcomeSucceeded}}
 					if i%97 == 5 {
-						o = store.Outcome{Lease: leaseOf(j), Status: store.OutcomeFailed, Error: "part " + j.Ref}
+						o = store.Outcome{Lease: leaseOf(j), Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "part " + j.Ref}}
 					}
 					mine = append(mine, o)
 				}

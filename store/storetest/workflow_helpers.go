@@ -129,13 +129,13 @@ func (e *env) claimRefs(t *testing.T, f wflow, queue string, max int, refs ...st
 // succeedWith finishes j succeeded with result (JSON).
 func (e *env) succeedWith(t *testing.T, j *job.Job, result string) {
 	t.Helper()
-	e.finishOne(t, store.Outcome{Lease: leaseOf(j), Status: store.OutcomeSucceeded, Result: json.RawMessage(result)})
+	e.finishOne(t, store.Outcome{Lease: leaseOf(j), Outcome: job.Outcome{Status: store.OutcomeSucceeded, Result: json.RawMessage(result)}})
 }
 
 // failFor finishes j failed for good with error msg.
 func (e *env) failFor(t *testing.T, j *job.Job, msg string) {
 	t.Helper()
-	if r := e.finishOne(t, store.Outcome{Lease: leaseOf(j), Status: store.OutcomeFailed, Error: msg}); r.State != job.StateFailed {
+	if r := e.finishOne(t, store.Outcome{Lease: leaseOf(j), Outcome: job.Outcome{Status: store.OutcomeFailed, Error: msg}}); r.State != job.StateFailed {
 		t.Fatalf("fail %q: %s, want failed", j.Ref, r.State)
 	}
 }

@@ -156,7 +156,7 @@ func testWorkflowCancel(t *testing.T, e *env) {
 		t.Fatalf("repeated cancel wrote: journal %q", wfKinds(after.Events))
 	}
 	// The holder honours the request: the workflow ends canceled.
-	e.finishOne(t, store.Outcome{Lease: leaseOf(a), Status: store.OutcomeFailed, Error: "stopped"})
+	e.finishOne(t, store.Outcome{Lease: leaseOf(a), Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "stopped"}})
 	d := e.wantWorkflow(t, f, job.WorkflowCanceled, 0, 0, 4)
 	if got := wfKinds(d.Events); got != "submitted cancel-requested canceled" {
 		t.Fatalf("workflow journal %q", got)

@@ -128,6 +128,9 @@ type harness struct {
 
 	errMu  sync.Mutex
 	errors int // errorf's calls
+	// collect, when set, receives errorf's failures instead of the test
+	// (the checks' own tests, which feed them evidence that must fail).
+	collect func(string)
 }
 
 // maxErrors bounds the failures a run prints; the rest are counted.
@@ -140,6 +143,10 @@ func (h *harness) errorf(format string, args ...any) {
 	h.errors++
 	n := h.errors
 	h.errMu.Unlock()
+	if h.collect != nil {
+		h.collect(fmt.Sprintf(format, args...))
+		return
+	}
 	switch {
 	case n <= maxErrors:
 		h.t.Errorf("chaos (seed %d): %s", h.cfg.seed, fmt.Sprintf(format, args...))
@@ -277,7 +284,8 @@ func TestChaos(t *testing.T) {
 	})
 	began := time.Now()
 	h := newHarness(t, cfg)
-	plan, specs := planFaults(cfg), planWorkload(cfg)
+	plan, specs, wfSpecs := planFaults(cfg), planWorkload(cfg), planWorkflows(cfg)
+	wfSub := &wfSubmitter{st: h.openWorkflowStore(), answers: make(map[string][]wfSubmission)}
 	ready := time.Now()
 
 	sub := &submitter{answers: make(map[string][]submission)}
@@ -289,7 +297,10 @@ func TestChaos(t *testing.T) {
 	submitted := make(chan struct{})
 	go func() {
 		defer close(submitted)
+		var wg sync.WaitGroup
+		wg.Go(func() { wfSub.run(h.ctx, start, wfSpecs) })
 		sub.run(h.ctx, start, specs)
+		wg.Wait()
 	}()
 	in := &injector{h: h}
 	in.run(start, plan)
@@ -319,6 +330,7 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	ev := h.gather(sub, specs, quiet)
+	ev.wf = h.gatherWorkflows(wfSub.st, wfSub, wfSpecs)
 	checked := ev.check(h)
 	for _, n := range h.nodes {
 		if err := n.stop(); err != nil {

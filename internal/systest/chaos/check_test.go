@@ -29,6 +29,7 @@ type checked struct {
 	// latest is how long after the faults stopped the last claim made
 	// before then ended.
 	latest time.Duration
+	wf     wfChecked
 }
 
 // leaseOf is a lease token as a claim handed it out.
@@ -50,6 +51,7 @@ func (ev *evidence) check(h *harness) checked {
 	ev.checkLocks(h, holdsOf, leases, &c)
 	ev.checkQuiet(h, holdsOf, &c)
 	ev.checkAnswers(h)
+	c.wf = ev.checkWorkflows(h)
 	for _, n := range h.nodes {
 		n.mu.Lock()
 		for _, crash := range n.crashes {
@@ -69,7 +71,7 @@ func (ev *evidence) check(h *harness) checked {
 
 // checkSubmissions: every job of the workload was submitted, once: each
 // idempotency key always answered with the same job, created at most
-// once, and no job exists that no key made.
+// once, and no job exists that no key or workflow made.
 func (ev *evidence) checkSubmissions(h *harness) map[string]jobSpec {
 	specs := make(map[string]jobSpec, len(ev.specs))
 	for _, sp := range ev.specs {
@@ -80,6 +82,9 @@ func (ev *evidence) checkSubmissions(h *harness) map[string]jobSpec {
 	}
 	byKey := make(map[string]uuid.UUID)
 	for id, r := range ev.jobs {
+		if ev.wf.tasks[id] {
+			continue // a workflow's task: checkWorkflows
+		}
 		k := r.job.IdempotencyKey
 		if _, ok := specs[k]; !ok {
 			h.errorf("job %s (%s) was made by no submission of the workload (idempotency key %q)", id, r.job.Queue, k)

@@ -31,6 +31,8 @@ type evidence struct {
 	// transitions are the database's record of every job's state
 	// changes, timed by their commits.
 	transitions map[uuid.UUID][]transition
+	// wf are the workflows (workflow_test.go), whose tasks are among jobs.
+	wf *wfEvidence
 }
 
 // jobRecord is a job at the end, with its journal.

@@ -132,7 +132,11 @@ func (f figures) log(t *testing.T) {
 	for _, r := range ev.jobs {
 		queues.add(r.job.Queue)
 		states.add(string(r.job.State))
-		modes.add(specs[r.job.IdempotencyKey].mode)
+		if ev.wf.tasks[r.job.ID] {
+			modes.add("(a workflow's task)")
+		} else {
+			modes.add(specs[r.job.IdempotencyKey].mode)
+		}
 	}
 	p("  jobs: %d submitted (%d idempotent resubmissions or twins); by queue, final state, mode:", len(ev.jobs), submissions(ev)-len(ev.specs))
 	b.WriteString(queues.lines("    "))
@@ -156,6 +160,20 @@ func (f figures) log(t *testing.T) {
 			ends.addN(name, n)
 		}
 	}
+	wc := f.checked.wf
+	var wfStates, taskStates counter
+	for _, s := range []string{"succeeded", "failed", "canceled", "running"} {
+		if n := wc.states[s]; n > 0 {
+			wfStates.addN(s, n)
+		}
+		if n := wc.taskStates[s]; n > 0 {
+			taskStates.addN(s, n)
+		}
+	}
+	p("  workflows: %d submitted into the store (%d submissions without an answer sent again), with %d tasks; %d dependents released or canceled in their dependency's transaction, %d claims and executions checked to start after their dependencies ended; workflows and tasks by final state:",
+		wc.workflows, ev.wf.tries, wc.tasks, wc.releases, wc.ordered)
+	b.WriteString(wfStates.linesInOrder("    workflows "))
+	b.WriteString(taskStates.linesInOrder("    tasks "))
 	p("  claims in the journals: %d, ended by:", f.checked.spans)
 	b.WriteString(ends.linesInOrder("    "))
 	p("  executions the workers recorded: %d by Go workers, %d by exec workers", goRuns, execRuns)

@@ -57,12 +57,14 @@ func (h *harness) recordTransitions() {
 	}
 }
 
-// transition is one change of a job's state, timed by its commit.
+// transition is one change of a job's state, timed by its commit; xid
+// names its transaction.
 type transition struct {
 	from, to  string
 	attempt   int
 	owner     string
 	committed time.Time
+	xid       string
 }
 
 // transitions reads every job's transitions, in order.
@@ -75,7 +77,7 @@ func (h *harness) transitions(ctx context.Context) (map[uuid.UUID][]transition, 
 	// xid8 to xid: its low 32 bits.
 	rows, err := conn.Query(ctx, `
 		SELECT job, from_state, to_state, attempt, owner,
-		       pg_xact_commit_timestamp(((xid::text::numeric % 4294967296)::text)::xid)
+		       pg_xact_commit_timestamp(((xid::text::numeric % 4294967296)::text)::xid), xid::text
 		FROM chaos_transitions ORDER BY seq`)
 	if err != nil {
 		return nil, err
@@ -88,7 +90,7 @@ func (h *harness) transitions(ctx context.Context) (map[uuid.UUID][]transition, 
 			tr        transition
 			committed *time.Time
 		)
-		if err := rows.Scan(&id, &tr.from, &tr.to, &tr.attempt, &tr.owner, &committed); err != nil {
+		if err := rows.Scan(&id, &tr.from, &tr.to, &tr.attempt, &tr.owner, &committed, &tr.xid); err != nil {
 			return nil, err
 		}
 		if committed == nil {

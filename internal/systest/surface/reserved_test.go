@@ -209,6 +209,7 @@ var reservedBases = map[string]string{
 	"POST /api/v1/jobs/trigger":    `{"task":"k","args":{"n":1}}`,
 	"POST /api/v1/jobs/batch":      `{"jobs":[{"kind":"k","args":{"n":1}}]}`,
 	"PUT /api/v1/schedules/{name}": `{"cron":"@hourly","job":{"kind":"k"}}`,
+	"POST /api/v1/workflows":       `{"name":"w","tasks":[{"ref":"a","kind":"k","args":{"n":1}}]}`,
 }
 
 // TestReservedNamesMatrix: every operation of the served document whose

@@ -1,7 +1,8 @@
 // jobd dashboard: the few things a server-rendered page cannot do.
 // Every page reads without it; it localises times, follows a job's
 // progress over its event stream, refreshes the overview's counts from
-// one summary endpoint, and asks before a destructive action.
+// one summary endpoint, recolours a running workflow's graph from
+// another, and asks before a destructive action.
 "use strict";
 
 (function () {
@@ -164,11 +165,70 @@
     setInterval(tick, period);
   }
 
+  // A workflow's page, while it runs: one request for its tasks' states
+  // every data-period ms (2 s, more for a large workflow) while the page
+  // is visible; each node's class (its
+  // colour), the task list's states and the counts change in place.
+  // The workflow's own end (or a change of it) reloads the page, whose
+  // buttons and journal then change too.
+  function followWorkflow() {
+    var box = document.getElementById("graph");
+    if (!box) return;
+    var url = box.getAttribute("data-summary");
+    if (!url) return;
+    var state = box.getAttribute("data-state");
+    var timer = null;
+    var leaving = false;
+    document.addEventListener("submit", function (ev) {
+      if (!ev.defaultPrevented) leaving = true;
+    });
+    function tick() {
+      if (document.hidden || leaving) return;
+      fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
+        .then(function (r) { return r.ok ? r.json() : null; })
+        .then(function (d) { if (d && !leaving) apply(d); })
+        .catch(function () {});
+    }
+    function apply(d) {
+      var tasks = d.tasks || {};
+      box.querySelectorAll("g.node[data-task]").forEach(function (g) {
+        var st = tasks[g.getAttribute("data-task")];
+        if (!st) return;
+        var cls = "node s-" + st;
+        if (g.getAttribute("class") !== cls) {
+          g.setAttribute("class", cls);
+          var title = g.querySelector("title");
+          if (title) title.textContent = g.getAttribute("data-ref") + ": " + st;
+        }
+      });
+      document.querySelectorAll("#tasks tr[data-task]").forEach(function (row) {
+        var st = tasks[row.getAttribute("data-task")];
+        var badge = row.querySelector(".badge");
+        if (st && badge && badge.textContent !== st) {
+          badge.className = "badge " + st;
+          badge.textContent = st;
+        }
+      });
+      var counts = d.counts || {};
+      document.querySelectorAll("#counts [data-count]").forEach(function (el) {
+        var f = el.getAttribute("data-count");
+        if (f in counts) el.textContent = String(counts[f]);
+      });
+      box.setAttribute("data-updated", d.updated_at);
+      if (d.state !== state) {
+        clearInterval(timer);
+        window.location.replace(window.location.pathname);
+      }
+    }
+    timer = setInterval(tick, Number(box.getAttribute("data-period")) || 2000);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     localise(document);
     confirmations();
     selectAll();
     followJob();
     refreshOverview();
+    followWorkflow();
   });
 })();

@@ -43,7 +43,19 @@ from .errors import (
 )
 from .failures import Cancelled, Permanent, RetryAfter, Throttle
 from .handlers import Handlers, QueueConfig, default_handlers, handler
-from .models import ClaimedJob, Event, Job, JobPage, JobSpec, LeaseState, Progress, SubmitResult, WorkerCreated
+from .models import ClaimedJob, Event, Input, Job, JobPage, JobSpec, LeaseState, Progress, SubmitResult, WorkerCreated
+from .workflows import (
+    InputError,
+    TaskRef,
+    TaskSpec,
+    Workflow,
+    WorkflowBuilder,
+    WorkflowCounts,
+    WorkflowEdge,
+    WorkflowEvent,
+    WorkflowPage,
+    WorkflowTask,
+)
 
 __version__ = "0.1.0"
 
@@ -73,6 +85,17 @@ __all__ = [
     "Progress",
     "SubmitResult",
     "WorkerCreated",
+    "WorkflowBuilder",
+    "TaskSpec",
+    "TaskRef",
+    "Workflow",
+    "WorkflowTask",
+    "WorkflowEdge",
+    "WorkflowEvent",
+    "WorkflowCounts",
+    "WorkflowPage",
+    "Input",
+    "InputError",
     "APIError",
     "BadRequestError",
     "BusyError",

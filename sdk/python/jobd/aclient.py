@@ -10,11 +10,13 @@ import time
 from typing import Any, AsyncIterator, Callable, Dict, List, Mapping, Optional, Sequence, TypeVar, Union
 
 from . import _ops
+from . import _workflow_ops as _wops
 from ._http import AsyncTransport, Endpoint, _within
 from ._sse import LONG_POLL, MAX_STREAM_FAILURES, STREAM_IDLE, StreamState, StreamUnavailable
 from .client import DEFAULT_RETRY_503, spec_of
-from .errors import APIError, MethodNotAllowedError, NotFoundError, TransportError, UnavailableError, error_from_answer
+from .errors import APIError, MethodNotAllowedError, NotFoundError, TransportError, UnavailableError, error_from_answer, is_retryable
 from .models import ClaimedJob, Duration, Event, Job, JobPage, JobSpec, LeaseState, SubmitResult, WorkerCreated
+from .workflows import TaskSpec, Workflow, WorkflowBuilder, WorkflowPage, changed
 
 __all__ = ["AsyncClient", "AsyncJobStream"]
 
@@ -289,6 +291,92 @@ class AsyncClient:
             return job
         except asyncio.TimeoutError:
             raise TimeoutError("jobd: job %s is not final after %ss" % (job_id, timeout)) from None
+
+    # --- workflows ------------------------------------------------------
+
+    async def submit_workflow(
+        self,
+        name: Union[str, WorkflowBuilder],
+        tasks: Optional[Sequence[Union[TaskSpec, Mapping[str, Any]]]] = None,
+        idempotency_key: Optional[str] = None,
+        *,
+        traceparent: Optional[str] = None,
+    ) -> Workflow:
+        """See :meth:`jobd.Client.submit_workflow`."""
+        return await self.call(_wops.submit(_wops.submit_body(name, tasks, idempotency_key), traceparent))
+
+    async def get_workflow(self, workflow_id: str) -> Workflow:
+        """See :meth:`jobd.Client.get_workflow`."""
+        return await self.call(_wops.get(workflow_id))
+
+    async def list_workflows_page(
+        self,
+        *,
+        name: Optional[str] = None,
+        state: _ops.States = None,
+        cursor: Optional[str] = None,
+        limit: Optional[int] = None,
+    ) -> WorkflowPage:
+        """See :meth:`jobd.Client.list_workflows_page`."""
+        return await self.call(_wops.list_page(_wops.list_query(name, state, cursor, limit)))
+
+    async def list_workflows(
+        self,
+        *,
+        name: Optional[str] = None,
+        state: _ops.States = None,
+        cursor: Optional[str] = None,
+        limit: Optional[int] = None,
+    ) -> AsyncIterator[Workflow]:
+        """See :meth:`jobd.Client.list_workflows`: ``async for w in
+        c.list_workflows(name="transcode")``."""
+        while True:
+            page = await self.list_workflows_page(name=name, state=state, cursor=cursor, limit=limit)
+            for w in page.workflows:
+                yield w
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    async def cancel_workflow(self, workflow_id: str) -> Workflow:
+        """See :meth:`jobd.Client.cancel_workflow`."""
+        return await self.call(_wops.action(workflow_id, "cancel"))
+
+    async def retry_workflow(self, workflow_id: str) -> Workflow:
+        """See :meth:`jobd.Client.retry_workflow`."""
+        return await self.call(_wops.action(workflow_id, "retry"))
+
+    async def wait_workflow(
+        self,
+        workflow_id: str,
+        *,
+        timeout: Optional[float] = None,
+        on_update: Optional[Callable[[Workflow], None]] = None,
+        poll: float = _wops.WORKFLOW_POLL,
+    ) -> Workflow:
+        """See :meth:`jobd.Client.wait_workflow`; raises
+        :class:`TimeoutError` after ``timeout`` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        last: Optional[Workflow] = None
+        while True:
+            try:
+                w = await self.get_workflow(workflow_id)
+            except (APIError, TransportError) as e:
+                if not is_retryable(e):
+                    raise
+            else:
+                if on_update is not None and changed(last, w):
+                    on_update(w)
+                last = w
+                if w.final:
+                    return w
+            wait = poll
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("jobd: workflow %s is not final after %ss" % (workflow_id, timeout))
+                wait = min(wait, left)
+            await asyncio.sleep(wait)
 
     # --- queues, workers and keys (admin) ------------------------------
 

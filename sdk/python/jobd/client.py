@@ -8,10 +8,12 @@ import time
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, TypeVar, Union
 
 from . import _ops
+from . import _workflow_ops as _wops
 from ._http import Endpoint, SyncTransport
 from ._sse import LONG_POLL, MAX_STREAM_FAILURES, STREAM_IDLE, StreamState, StreamUnavailable
-from .errors import APIError, MethodNotAllowedError, NotFoundError, TransportError, UnavailableError, error_from_answer
+from .errors import APIError, MethodNotAllowedError, NotFoundError, TransportError, UnavailableError, error_from_answer, is_retryable
 from .models import ClaimedJob, Duration, Event, Job, JobPage, JobSpec, LeaseState, SubmitResult, WorkerCreated
+from .workflows import TaskSpec, Workflow, WorkflowBuilder, WorkflowPage, changed
 
 __all__ = ["Client", "JobStream", "spec_of"]
 
@@ -340,6 +342,113 @@ class Client:
             if deadline is not None:
                 delay = min(delay, max(0.0, deadline - time.monotonic()))
             time.sleep(delay)
+
+    # --- workflows ------------------------------------------------------
+
+    def submit_workflow(
+        self,
+        name: Union[str, WorkflowBuilder],
+        tasks: Optional[Sequence[Union[TaskSpec, Mapping[str, Any]]]] = None,
+        idempotency_key: Optional[str] = None,
+        *,
+        traceparent: Optional[str] = None,
+    ) -> Workflow:
+        """Submits a workflow, a :class:`~jobd.WorkflowBuilder` or a name
+        and its tasks (:class:`~jobd.TaskSpec` values or dicts of their
+        members), every task inserted in one transaction or none, and
+        returns its detail; ``workflow.created`` is ``False`` when
+        ``idempotency_key`` matched a workflow of the same request. A
+        refused workflow raises the problem naming the task's member: a
+        cycle is a :class:`~jobd.errors.ValidationError` whose ``field``
+        is ``tasks[0].depends_on``; the key with another request an
+        :class:`~jobd.errors.IdempotencyMismatchError`."""
+        return self.call(_wops.submit(_wops.submit_body(name, tasks, idempotency_key), traceparent))
+
+    def get_workflow(self, workflow_id: str) -> Workflow:
+        """Returns a workflow's detail: its counts by state, tasks, edges
+        and journal."""
+        return self.call(_wops.get(workflow_id))
+
+    def list_workflows_page(
+        self,
+        *,
+        name: Optional[str] = None,
+        state: _ops.States = None,
+        cursor: Optional[str] = None,
+        limit: Optional[int] = None,
+    ) -> WorkflowPage:
+        """Returns one page of workflows (their rows), newest first; page
+        on with ``cursor=page.next_cursor``. ``state`` is one state or
+        several; ``limit`` is at most 200 (the server's default 50)."""
+        return self.call(_wops.list_page(_wops.list_query(name, state, cursor, limit)))
+
+    def list_workflows(
+        self,
+        *,
+        name: Optional[str] = None,
+        state: _ops.States = None,
+        cursor: Optional[str] = None,
+        limit: Optional[int] = None,
+    ) -> Iterator[Workflow]:
+        """Yields every workflow matching the filters of
+        :meth:`list_workflows_page`, newest first, page after page
+        (``limit`` a page), following the cursor."""
+        while True:
+            page = self.list_workflows_page(name=name, state=state, cursor=cursor, limit=limit)
+            yield from page.workflows
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    def cancel_workflow(self, workflow_id: str) -> Workflow:
+        """Cancels every task of a workflow that is not final (running
+        ones when their workers next hear of it) and returns its row. A
+        final workflow raises :class:`~jobd.errors.WrongStateError`."""
+        return self.call(_wops.action(workflow_id, "cancel"))
+
+    def retry_workflow(self, workflow_id: str) -> Workflow:
+        """Retries every failed or canceled task of a workflow, and the
+        tasks canceled because of them (tasks that succeeded do not run
+        again), and returns its row, ``running`` again (scope admin). A
+        workflow without such a task raises
+        :class:`~jobd.errors.WrongStateError`."""
+        return self.call(_wops.action(workflow_id, "retry"))
+
+    def wait_workflow(
+        self,
+        workflow_id: str,
+        *,
+        timeout: Optional[float] = None,
+        on_update: Optional[Callable[[Workflow], None]] = None,
+        poll: float = _wops.WORKFLOW_POLL,
+    ) -> Workflow:
+        """Blocks until the workflow is final and returns its detail,
+        reading it every ``poll`` seconds; ``on_update`` is called with
+        the first read and each time the workflow's or a task's state
+        changes. A failed read that may succeed again
+        (:func:`~jobd.is_retryable`) is read again. Raises
+        :class:`TimeoutError` after ``timeout`` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        last: Optional[Workflow] = None
+        while True:
+            try:
+                w = self.get_workflow(workflow_id)
+            except (APIError, TransportError) as e:
+                if not is_retryable(e):
+                    raise
+            else:
+                if on_update is not None and changed(last, w):
+                    on_update(w)
+                last = w
+                if w.final:
+                    return w
+            wait = poll
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("jobd: workflow %s is not final after %ss" % (workflow_id, timeout))
+                wait = min(wait, left)
+            time.sleep(wait)
 
     # --- queues, workers and keys (admin) ------------------------------
 

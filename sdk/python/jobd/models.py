@@ -29,6 +29,7 @@ __all__ = [
     "SubmitResult",
     "LeaseState",
     "WorkerCreated",
+    "Input",
     "parse_duration",
     "format_duration",
     "parse_time",
@@ -181,7 +182,9 @@ class Job:
     ``submit`` only: ``True`` when the call created the job, ``False`` when
     the server answered with an existing one (its idempotency key, or with
     ``unique="active"`` an active duplicate, matched); a key without the
-    ``read`` scope is then told only ``id`` and ``state``.
+    ``read`` scope is then told only ``id`` and ``state``. ``workflow_id``
+    and ``ref`` name the workflow a task belongs to and its ref in it
+    (``None`` and ``""`` outside workflows).
     """
 
     id: str
@@ -218,6 +221,8 @@ class Job:
     deadline: Optional[_dt.datetime] = None
     rerun: int = 0
     previous_result: Any = None
+    workflow_id: Optional[str] = None
+    ref: str = ""
     created: Optional[bool] = None
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -275,8 +280,36 @@ def _job_fields(d: Mapping[str, Any]) -> Dict[str, Any]:
         deadline=parse_time(d.get("deadline")),
         rerun=_int(d.get("rerun")),
         previous_result=d.get("previous_result"),
+        workflow_id=_str(d.get("workflow_id")) or None,
+        ref=_str(d.get("ref")),
         raw=dict(d),
     )
+
+
+@dataclass
+class Input:
+    """How one dependency of a claimed workflow task ended
+    (``components.schemas.Input``): its ``state``, its ``result`` (any
+    JSON; ``None`` for none) and its last ``error`` (``""`` for a
+    success). A task that runs on success sees only succeeded
+    dependencies; one that runs on ``any`` sees failed and canceled ones
+    too."""
+
+    state: str
+    result: Any = None
+    error: str = ""
+
+    @property
+    def succeeded(self) -> bool:
+        """Whether the dependency succeeded."""
+        return self.state == "succeeded"
+
+    @classmethod
+    def from_json(cls, d: Any) -> "Input":
+        """Decodes one input of a claimed job's ``inputs``."""
+        if not isinstance(d, dict):
+            return cls(state="")
+        return cls(state=_str(d.get("state")), result=d.get("result"), error=_str(d.get("error")))
 
 
 @dataclass
@@ -284,10 +317,13 @@ class ClaimedJob(Job):
     """A job claimed by a worker: a :class:`Job` with the claim's
     ``lease_token``, which every later write of the worker presents, and,
     from servers that advise one, ``heartbeat_interval`` (seconds): how
-    often to renew the lease, which the worker follows."""
+    often to renew the lease, which the worker follows. A workflow task
+    with dependencies has their ends in ``inputs``, by ref (empty for a
+    job without dependencies)."""
 
     lease_token: str = ""
     heartbeat_interval: Optional[float] = None
+    inputs: Dict[str, Input] = field(default_factory=dict)
     #: What a durable job resumes from (docs/steps-and-children.md): its
     #: completed steps (name → result), its children (key → {id, state,
     #: result, error}) and the signal of its last signal wait ({name,
@@ -302,10 +338,12 @@ class ClaimedJob(Job):
         """Decodes a claimed job of a claim's answer."""
         f = _job_fields(d)
         hb = _dur(d, "heartbeat_interval")
+        raw_in = d.get("inputs")
+        inputs = {str(k): Input.from_json(v) for k, v in raw_in.items()} if isinstance(raw_in, dict) else {}
         steps = d.get("steps")
         children = d.get("children")
         signal = d.get("signal")
-        return cls(lease_token=_str(d.get("lease_token")), heartbeat_interval=parse_duration(hb),
+        return cls(lease_token=_str(d.get("lease_token")), heartbeat_interval=parse_duration(hb), inputs=inputs,
                    steps=dict(steps) if isinstance(steps, Mapping) else {},
                    children=dict(children) if isinstance(children, Mapping) else {},
                    signal=dict(signal) if isinstance(signal, Mapping) else None, **f)

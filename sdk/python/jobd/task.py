@@ -8,15 +8,18 @@ import asyncio
 import datetime as _dt
 import inspect
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, TypeVar, overload
 
 from .failures import Cancelled
-from .models import ClaimedJob
+from .models import ClaimedJob, Input
+from .workflows import input_result
 
 if TYPE_CHECKING:  # pragma: no cover
     from .worker import Worker, _Run
 
 __all__ = ["Task", "SyncTask"]
+
+T = TypeVar("T")
 
 
 class _BaseTask:
@@ -54,6 +57,30 @@ class _BaseTask:
         """The last checkpoint saved, by this attempt or an earlier one;
         ``None`` on a first attempt."""
         return self.job.checkpoint
+
+    @property
+    def inputs(self) -> Dict[str, Input]:
+        """A workflow task's dependencies' ends, by ref (state, result,
+        error); empty for a job without dependencies. A task that runs on
+        success sees only succeeded dependencies; one that runs on
+        ``"any"`` sees failed and canceled ones too."""
+        return self.job.inputs
+
+    @overload
+    def input(self, ref: str) -> Any: ...
+
+    @overload
+    def input(self, ref: str, into: Callable[[Any], T]) -> T: ...
+
+    def input(self, ref: str, into: Optional[Callable[[Any], Any]] = None) -> Any:
+        """Returns the result of the dependency ``ref`` (any JSON), passed
+        through ``into`` when given (``task.input("download", File.from_json)``).
+        Raises :class:`jobd.InputError` when the task has no such
+        dependency, or when it did not succeed (its ``state`` and
+        ``error``: a task that runs on ``"any"`` reads those in
+        :attr:`inputs`)."""
+        v = input_result(self.job.id, self.job.inputs, ref)
+        return into(v) if into is not None else v
 
     @property
     def steps(self) -> Any:

@@ -27,7 +27,7 @@ import jobd  # noqa: E402
 
 
 #: Classes the SDK makes for you: shown without their constructor.
-MADE_BY_THE_SDK = {"Task", "SyncTask", "JobStream", "AsyncJobStream"}
+MADE_BY_THE_SDK = {"Task", "SyncTask", "JobStream", "AsyncJobStream", "TaskRef"}
 
 
 def _doc(obj: Any) -> str:
