@@ -12,7 +12,7 @@ import (
 // test says so) before it can land.
 var layers = [][]string{
 	// Leaves: types, small helpers, the SDK.
-	{"api", "clock", "job", "flow", "observe", "client", "internal/testsignal", "internal/redact",
+	{"api", "clock", "job", "flow", "observe", "client", "step", "internal/testsignal", "internal/redact",
 		"internal/buildinfo", "internal/certfile", "internal/apiconv", "internal/flight", "internal/wakeup"},
 	// The store and its drivers.
 	{"store", "store/postgres", "store/sqlite", "store/storetest"},

@@ -132,6 +132,14 @@ type Job struct {
 	// there; null and "" for a job outside workflows.
 	WorkflowID *uuid.UUID `json:"workflow_id"`
 	Ref        string     `json:"ref"`
+	// ParentID and ChildKey name the job that spawned this one and the
+	// key it gave it; absent for a job no job spawned.
+	ParentID *uuid.UUID `json:"parent_id,omitempty"`
+	ChildKey string     `json:"child_key,omitempty"`
+	// Steps are the steps the job recorded, with their timings, in the
+	// order they were recorded: shown by GET /api/v1/jobs/{id}; absent
+	// elsewhere, and for a job without steps.
+	Steps []Step `json:"steps,omitempty"`
 }
 
 // JobReplay is the answer (200) of POST /api/v1/jobs that matched an

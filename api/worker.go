@@ -105,6 +105,14 @@ type ClaimedJob struct {
 	// from the store at the claim; absent for a job without
 	// dependencies.
 	Inputs map[string]Input `json:"inputs,omitempty"`
+	// Steps, Children and Signal are what a durable job resumes from
+	// (docs/steps-and-children.md): its completed steps (name → result),
+	// its children (key → how each stands) and the signal of its last
+	// signal wait; absent for a job that recorded no step, spawned no
+	// child and never waited.
+	Steps    map[string]json.RawMessage `json:"steps,omitempty"`
+	Children map[string]Child           `json:"children,omitempty"`
+	Signal   *Signal                    `json:"signal,omitempty"`
 }
 
 // ClaimResponse is the answer of a claim; Jobs is empty when none came.

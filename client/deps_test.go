@@ -11,8 +11,9 @@ import (
 )
 
 // The client is light: a program that imports it (a remote worker, an
-// HTTP caller) compiles the standard library, github.com/google/uuid and
-// the wire types of package api, and nothing of the server, whose
+// HTTP caller) compiles the standard library, github.com/google/uuid,
+// the wire types of package api and package step (durable steps, on the
+// standard library alone), and nothing of the server, whose
 // PostgreSQL and SQLite drivers stay out of its build. It lives in the
 // root module (one module: embedders of the engine need no replace nor
 // tag of a second one); these tests prove that it stays light.
@@ -22,6 +23,7 @@ import (
 var lightPackages = map[string]bool{
 	"github.com/jobd/jobd/client": true,
 	"github.com/jobd/jobd/api":    true,
+	"github.com/jobd/jobd/step":   true,
 	"github.com/google/uuid":      true,
 }
 

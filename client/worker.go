@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/step"
 )
 
 // WorkerConfig configures a remote Worker. Only Queues is required.
@@ -250,7 +251,16 @@ func (w *Worker) start(base context.Context, j api.ClaimedJob, expires time.Time
 	go func() {
 		defer cancel(nil)
 		defer stopDeadline()
-		res, err := w.call(ctx, h, j)
+		res, err := w.call(step.WithRecorder(ctx, &taskSteps{w: w, job: j}), h, j)
+		if wt := step.AsWait(err); wt != nil && ctx.Err() == nil {
+			// The attempt ends waiting (durable.go): no outcome.
+			w.wait(base, j, wt)
+			w.mu.Lock()
+			delete(w.running, j.ID)
+			w.mu.Unlock()
+			w.freed()
+			return
+		}
 		it, report := w.outcome(ctx, j, res, err)
 		w.mu.Lock()
 		if r.abandoned {

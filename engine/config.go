@@ -82,6 +82,14 @@ type Config struct {
 	// WorkflowMaxTasks bounds the tasks of a workflow this engine submits
 	// (SubmitWorkflow); 0 is job.DefaultWorkflowMaxTasks (10 000).
 	WorkflowMaxTasks int
+	// MaxSteps bounds the steps one job records (Step); 0 is
+	// job.DefaultMaxSteps (1 000). MaxStepResultBytes bounds one step's
+	// result; 0 is job.DefaultMaxStepResult (1 MiB). MaxChildren bounds
+	// the children one job spawns (Spawn); 0 is job.DefaultMaxChildren
+	// (10 000).
+	MaxSteps           int
+	MaxStepResultBytes int
+	MaxChildren        int
 	// AbandonGrace is how long a handler may run past its job's deadline
 	// (its context ended at the deadline) before the engine stops
 	// counting it against its pool, logs it and records it
@@ -180,6 +188,9 @@ func (c Config) Validate() error {
 	}
 	if c.LeaseTTL != 0 && c.LeaseTTL < time.Second {
 		return job.Invalid("LeaseTTL", "must be at least 1s, got %s", c.LeaseTTL)
+	}
+	if c.MaxSteps < 0 || c.MaxStepResultBytes < 0 || c.MaxChildren < 0 {
+		return job.Invalid("MaxSteps", "MaxSteps, MaxStepResultBytes and MaxChildren must not be negative")
 	}
 	if c.WorkflowMaxTasks < 0 {
 		return job.Invalid("WorkflowMaxTasks", "must not be negative, got %d", c.WorkflowMaxTasks)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/observe"
+	"github.com/jobd/jobd/step"
 	"github.com/jobd/jobd/store"
 )
 
@@ -37,6 +38,8 @@ type execution struct {
 	stopDeadline context.CancelFunc
 	abandoned    atomic.Bool
 	ended        chan struct{}
+	// steps are the steps the handler recorded (durable.go).
+	steps steps
 }
 
 // atomicTime is a time.Time that goroutines share without a lock.
@@ -63,9 +66,17 @@ func newExecution(p *producer, j *job.Job, cancel context.CancelCauseFunc) *exec
 func (x *execution) run(ctx, workCtx context.Context) {
 	defer close(x.ended)
 	x.progress.start(workCtx)
-	res, err := x.call(ctx)
+	res, err := x.call(step.WithRecorder(ctx, x))
 	ran := x.e.clock.Now().Sub(x.startedAt)
 	x.progress.stop(workCtx)
+	if w := step.AsWait(err); w != nil && ctx.Err() == nil {
+		x.cancel(nil)
+		if x.stopDeadline != nil {
+			x.stopDeadline()
+		}
+		x.e.endWaiting(workCtx, x, w, ran)
+		return
+	}
 	out := x.outcome(ctx, res, err)
 	x.cancel(nil)
 	if x.stopDeadline != nil {

@@ -160,6 +160,15 @@ type Job struct {
 	// (see Input): set by the claim that hands the task out, read from
 	// the store then, never stored in the task's row; nil otherwise.
 	Inputs map[string]Input
+
+	// ParentID is the job that spawned this one (see Child), and
+	// ChildKey the key it gave it; the zero UUID and "" otherwise.
+	ParentID uuid.UUID
+	ChildKey string
+	// Resume is what a claimed job resumes from: its completed steps,
+	// its children and the signal it waited for, read from the store by
+	// the claim that hands it out (nil when it has none of them).
+	Resume *Resume
 }
 
 // EventKind names a journal entry.
@@ -183,6 +192,7 @@ const (
 	EventThrottled       EventKind = "throttled"       // its handler said the downstream is overloaded
 	EventWaiting         EventKind = "waiting"         // a task waits for its dependencies
 	EventReleased        EventKind = "released"        // a task's dependencies ended: queued
+	EventWoken           EventKind = "woken"           // what a waiting job waited for came: queued
 )
 
 // Event is one entry of a job's journal.

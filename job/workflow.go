@@ -48,6 +48,11 @@ type WaitFor string
 const (
 	// WaitDependencies: a workflow task waits for its dependencies.
 	WaitDependencies WaitFor = "dependencies"
+	// WaitChildren: a job waits until every child it spawned is final.
+	WaitChildren WaitFor = "children"
+	// WaitSignal: a job waits for a named signal (without a timeout; a
+	// wait with one is a delayed job: see Wait).
+	WaitSignal WaitFor = "signal"
 )
 
 // WorkflowState is where a workflow is: running until each of its tasks

@@ -89,6 +89,7 @@ var ErrCalledInTx = errors.New("store: the Store was called inside its own trans
 type Executor interface {
 	JobStore
 	WorkflowStore
+	DurableStore
 	QueueStore
 	KeyStore
 	WorkerStore

@@ -206,14 +206,15 @@ func DecodeInputs(raw []byte) (map[string]job.Input, error) {
 // array every driver's whole-job statements select them as (so that a
 // job outside workflows costs the client one NULL column, not seven):
 // workflow_id, workflow_ref, run_on, wait_for, dependencies, pending,
-// canceled_by, each null when NULL.
+// canceled_by, parent_id, child_key, each null when NULL. A child
+// (parent_id set) selects them too.
 func DecodeTaskColumns(j *job.Job, raw []byte) error {
 	var (
-		workflowID, canceledBy *uuid.UUID
-		ref, runOn, waitFor    *string
-		dependencies, pending  *int
+		workflowID, canceledBy, parentID *uuid.UUID
+		ref, runOn, waitFor, childKey    *string
+		dependencies, pending            *int
 	)
-	cols := [7]any{&workflowID, &ref, &runOn, &waitFor, &dependencies, &pending, &canceledBy}
+	cols := [9]any{&workflowID, &ref, &runOn, &waitFor, &dependencies, &pending, &canceledBy, &parentID, &childKey}
 	if err := json.Unmarshal(raw, &cols); err != nil {
 		return fmt.Errorf("decode its workflow columns %s: %w", raw, err)
 	}
@@ -237,6 +238,12 @@ func DecodeTaskColumns(j *job.Job, raw []byte) error {
 	}
 	if pending != nil {
 		j.Pending = *pending
+	}
+	if parentID != nil {
+		j.ParentID = *parentID
+	}
+	if childKey != nil {
+		j.ChildKey = *childKey
 	}
 	return nil
 }

@@ -40,6 +40,10 @@ type TaskEnd struct {
 	Ref        string
 	From       job.State
 	State      job.State
+	// Parent is the job that spawned it, for a child (see children.go);
+	// the zero UUID otherwise. A child outside workflows has no
+	// WorkflowID: only its parent's step follows its end.
+	Parent uuid.UUID
 }
 
 // Ended reports whether e takes its task to a final state from one that
@@ -170,23 +174,40 @@ func DecideWorkflows(workflows []job.Workflow, ends []TaskEnd, events map[uuid.U
 }
 
 // EndsOf returns the ends of the decided transitions of held workflow
-// tasks that take them to a final state: the start of the workflow step
-// of JobFinish, JobRescue and JobTimeOut. A job outside any workflow
-// (Task zero) has none: the step is skipped for it.
+// tasks and children that take them to a final state: the start of the
+// workflow step (and the children's) of JobFinish, JobRescue and
+// JobTimeOut. A job outside any workflow that no job spawned (Task zero)
+// has none: the step is skipped for it.
 func EndsOf(decided []Decided) []TaskEnd {
 	var ends []TaskEnd
 	for _, d := range decided {
-		if d.Task.WorkflowID != uuid.Nil && d.State.Final() {
-			ends = append(ends, TaskEnd{ID: d.ID, WorkflowID: d.Task.WorkflowID, Ref: d.Task.Ref, From: job.StateRunning, State: d.State})
+		if (d.Task.WorkflowID != uuid.Nil || d.Task.Parent != uuid.Nil) && d.State.Final() {
+			ends = append(ends, TaskEnd{ID: d.ID, WorkflowID: d.Task.WorkflowID, Ref: d.Task.Ref, From: job.StateRunning,
+				State: d.State, Parent: d.Task.Parent})
 		}
 	}
 	return ends
 }
 
-// WorkflowTask is the workflow and ref of a task.
+// WorkflowTask is the workflow and ref of a task, and the parent of a
+// child.
 type WorkflowTask struct {
 	WorkflowID uuid.UUID
 	Ref        string
+	// Parent is the job that spawned it; the zero UUID for none.
+	Parent uuid.UUID
+}
+
+// WorkflowEnds returns the ends of ends that are workflow tasks': those
+// the workflow step follows.
+func WorkflowEnds(ends []TaskEnd) []TaskEnd {
+	var out []TaskEnd
+	for _, e := range ends {
+		if e.WorkflowID != uuid.Nil {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // RetryPlan is a workflow's tasks and edges as a retry reads them, for

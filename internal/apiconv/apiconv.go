@@ -4,6 +4,7 @@
 package apiconv
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -56,6 +57,58 @@ func Job(j *job.Job) api.Job {
 		CallbackURL:     j.CallbackURL,
 		WorkflowID:      workflowID(j),
 		Ref:             j.Ref,
+		ParentID:        parentOf(j),
+		ChildKey:        j.ChildKey,
+	}
+}
+
+// parentOf is the job's parent, nil for none.
+func parentOf(j *job.Job) *uuid.UUID {
+	if j.ParentID == uuid.Nil {
+		return nil
+	}
+	id := j.ParentID
+	return &id
+}
+
+// Steps shows a job's steps on the wire, with their timings.
+func Steps(steps []job.Step) []api.Step {
+	if len(steps) == 0 {
+		return nil
+	}
+	out := make([]api.Step, len(steps))
+	for i, st := range steps {
+		out[i] = Step(st)
+	}
+	return out
+}
+
+// Step shows one step on the wire.
+func Step(st job.Step) api.Step {
+	return api.Step{Name: st.Name, Result: st.Result, Attempt: st.Attempt, StartedAt: st.StartedAt.UTC(),
+		FinishedAt: st.FinishedAt.UTC(), DurationSeconds: api.Seconds(st.Duration())}
+}
+
+// Resume shows what a claimed job resumes from, as the claimed job's
+// steps, children and signal (api.ClaimedJob).
+func Resume(r *job.Resume, c *api.ClaimedJob) {
+	if r == nil {
+		return
+	}
+	if len(r.Steps) > 0 {
+		c.Steps = make(map[string]json.RawMessage, len(r.Steps))
+		for name, st := range r.Steps {
+			c.Steps[name] = st.Result
+		}
+	}
+	if len(r.Children) > 0 {
+		c.Children = make(map[string]api.Child, len(r.Children))
+		for key, ch := range r.Children {
+			c.Children[key] = api.Child{ID: ch.ID, State: api.State(ch.State), Result: ch.Result, Error: ch.Error}
+		}
+	}
+	if g := r.Signal; g != nil {
+		c.Signal = &api.Signal{Name: g.Name, Payload: g.Payload, TimedOut: g.TimedOut}
 	}
 }
 

@@ -143,6 +143,11 @@ func execJob(ctx context.Context, cfg execConfig, t *client.Task[json.RawMessage
 		return nil, err
 	}
 	defer os.Remove(inputsFile)
+	resume, err := resumeFiles(t.Job)
+	defer resume.remove()
+	if err != nil {
+		return nil, err
+	}
 
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", command)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -157,6 +162,9 @@ func execJob(ctx context.Context, cfg execConfig, t *client.Task[json.RawMessage
 		"JOBD_SCHEDULED_FOR="+timeText(t.Job.ScheduledFor),
 		"JOBD_DEADLINE="+timeText(t.Job.Deadline),
 		"JOBD_INPUTS_FILE="+inputsFile,
+		"JOBD_STEPS_FILE="+resume.steps,
+		"JOBD_CHILDREN_FILE="+resume.children,
+		"JOBD_SIGNAL_FILE="+resume.signal,
 	)
 	args := t.Job.Args
 	if len(args) == 0 {

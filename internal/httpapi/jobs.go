@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/jobd/jobd/api"
+	"github.com/jobd/jobd/internal/apiconv"
 	"github.com/jobd/jobd/internal/problem"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
@@ -221,7 +222,13 @@ func (s *server) getJob(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	return writeJSON(w, http.StatusOK, toAPIJob(j))
+	out := toAPIJob(j)
+	steps, err := s.store.JobSteps(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	out.Steps = apiconv.Steps(steps)
+	return writeJSON(w, http.StatusOK, out)
 }
 
 // waitFinal re-reads the job every PollInterval until it is final, the

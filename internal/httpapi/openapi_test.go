@@ -120,6 +120,10 @@ func TestBodiesMirrorWireTypes(t *testing.T) {
 		{outcomesBody{}, api.OutcomesRequest{}},
 		{outcomeBody{}, api.OutcomeItem{}},
 		{batchBody{}, api.SubmitBatchRequest{}},
+		{stepBody{}, api.StepRequest{}},
+		{childrenBody{}, api.ChildrenRequest{}},
+		{waitBody{}, api.WaitRequest{}},
+		{signalBody{}, api.SignalRequest{}},
 		{workflowBody{}, api.WorkflowRequest{}},
 		{taskBody{}, api.WorkflowTaskRequest{}},
 	} {

@@ -25,6 +25,7 @@ var queueRoutes = map[string]bool{
 	"GET /api/v1/jobs":              true,
 	"GET /api/v1/jobs/{id}":         true,
 	"POST /api/v1/jobs/{id}/cancel": true,
+	"POST /api/v1/jobs/{id}/signal": true,
 	"POST /api/v1/jobs/{id}/retry":  true,
 	"POST /api/v1/jobs/{id}/rerun":  true,
 	"GET /api/v1/jobs/{id}/events":  true,

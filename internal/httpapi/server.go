@@ -251,6 +251,7 @@ func (s *server) routes() []route {
 		{"GET", "/api/v1/jobs", scopeRead, s.list},
 		{"GET", "/api/v1/jobs/{id}", scopeRead, s.getJob},
 		{"POST", "/api/v1/jobs/{id}/cancel", scopeCancel, s.cancel},
+		{"POST", "/api/v1/jobs/{id}/signal", scopeCancel, s.signal},
 		{"POST", "/api/v1/jobs/{id}/retry", scopeAdmin, s.retry},
 		{"POST", "/api/v1/jobs/{id}/rerun", scopeAdmin, s.rerun},
 		{"GET", "/api/v1/jobs/{id}/events", scopeRead, s.events},
@@ -291,6 +292,9 @@ func (s *server) routes() []route {
 		{"POST", "/api/v1/worker/jobs/{id}/complete", scopeWorker, s.workerComplete},
 		{"POST", "/api/v1/worker/jobs/{id}/fail", scopeWorker, s.workerFail},
 		{"POST", "/api/v1/worker/jobs/{id}/release", scopeWorker, s.workerRelease},
+		{"POST", "/api/v1/worker/jobs/{id}/steps", scopeWorker, s.workerStep},
+		{"POST", "/api/v1/worker/jobs/{id}/children", scopeWorker, s.workerChildren},
+		{"POST", "/api/v1/worker/jobs/{id}/wait", scopeWorker, s.workerWait},
 		{"POST", "/api/v1/worker/outcomes", scopeWorker, s.workerOutcomes},
 
 		{"POST", "/api/v1/processes/{ns}/{id}", scopeSubmit, s.initProcess},

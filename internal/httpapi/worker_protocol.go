@@ -9,6 +9,7 @@ import (
 
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/internal/apiconv"
 	"github.com/jobd/jobd/internal/remote"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
@@ -79,6 +80,7 @@ func (s *server) claimResponse(jobs []*job.Job) api.ClaimResponse {
 	for i, j := range jobs {
 		out.Jobs[i] = api.ClaimedJob{Job: toAPIJob(j), LeaseToken: j.LeaseToken,
 			HeartbeatIntervalSeconds: api.Seconds(s.remote.HeartbeatAdvice(j.LeaseTTL)), Inputs: toAPIInputs(j.Inputs)}
+		apiconv.Resume(j.Resume, &out.Jobs[i])
 	}
 	return out
 }

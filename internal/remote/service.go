@@ -79,6 +79,12 @@ type Config struct {
 	// Tracer makes each remote execution a span of its job's trace;
 	// default observe.Nop.
 	Tracer observe.Tracer
+	// MaxSteps, MaxStepResultBytes and MaxChildren are the limits of a
+	// job's steps and children (store.StepParams, store.SpawnParams); 0
+	// takes job's defaults.
+	MaxSteps           int
+	MaxStepResultBytes int
+	MaxChildren        int
 }
 
 // Service holds the rules of the remote workers' protocol: what a claim,

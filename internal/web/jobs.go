@@ -123,8 +123,10 @@ func (s *server) jobs(w http.ResponseWriter, r *http.Request, v viewer) error {
 type jobData struct {
 	Job    *job.Job
 	Events []job.Event
-	Items  []itemRow
-	Now    time.Time
+	// Steps are the job's recorded steps (docs/steps-and-children.md).
+	Steps []job.Step
+	Items []itemRow
+	Now   time.Time
 	// RunFor is how long the job ran or has been running.
 	RunFor string
 }
@@ -143,7 +145,11 @@ func (s *server) job(w http.ResponseWriter, r *http.Request, v viewer) error {
 	if err != nil {
 		return err
 	}
-	d := jobData{Job: j, Events: evs, Items: itemRows(j.Progress.Items), Now: s.clock.Now()}
+	steps, err := s.store.JobSteps(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	d := jobData{Job: j, Events: evs, Steps: steps, Items: itemRows(j.Progress.Items), Now: s.clock.Now()}
 	if j.StartedAt != nil {
 		end := d.Now
 		if j.FinishedAt != nil {

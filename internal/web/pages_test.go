@@ -140,6 +140,25 @@ func TestJobPage(t *testing.T) {
 			t.Errorf("GET /ui/jobs/nope: %d", p.status)
 		}
 
+		// A job's steps, with their timings.
+		sj := d.submit(api.SubmitRequest{Kind: "stepped", Queue: "steps"})
+		claimed, err := st.JobClaim(ctx, store.ClaimParams{Queue: "steps", Max: 1, Owner: "t"})
+		if err != nil || len(claimed) != 1 {
+			t.Fatalf("claim: %v", err)
+		}
+		if _, err := st.JobStep(ctx, store.LeaseOf(claimed[0]), store.StepParams{Name: "upload", Result: json.RawMessage(`{"url":"s3://b/k"}`)}); err != nil {
+			t.Fatal(err)
+		}
+		p = b.get("/ui/jobs/" + sj.ID.String())
+		for _, want := range []string{`id="steps"`, "<td>upload</td>", "s3://b/k"} {
+			if !strings.Contains(p.body, want) {
+				t.Errorf("the page of a job with a step lacks %s", want)
+			}
+		}
+		if p := b.get(page); strings.Contains(p.body, `id="steps"`) {
+			t.Errorf("the page of a job without steps shows a steps table")
+		}
+
 		// The stream of a finished job: its one event, under the session.
 		p = b.get(page + "/stream")
 		if p.status != http.StatusOK || !strings.HasPrefix(p.header.Get("Content-Type"), "text/event-stream") ||

@@ -241,9 +241,10 @@ func lockHeld(ctx context.Context, r *rounds, query string, args ...any) ([]stor
 			h          store.Held
 			timeout    *time.Duration
 			workflowID pgtype.UUID
+			parent     pgtype.UUID
 		)
 		dest := []any{uuidDest(&h.ID), uuidDest(&h.Token), &h.Queue, &h.Attempt,
-			&h.MaxAttempts, &h.CancelRequested, &h.LeaseOwner, &h.AttemptedAt, &workflowID, &h.Task.Ref}
+			&h.MaxAttempts, &h.CancelRequested, &h.LeaseOwner, &h.AttemptedAt, &workflowID, &h.Task.Ref, &parent}
 		if withTimeout {
 			dest = append(dest, &timeout)
 		}
@@ -253,7 +254,7 @@ func lockHeld(ctx context.Context, r *rounds, query string, args ...any) ([]stor
 			if timeout != nil {
 				h.Timeout = *timeout
 			}
-			h.Task.WorkflowID = workflowID.Bytes
+			h.Task.WorkflowID, h.Task.Parent = workflowID.Bytes, parent.Bytes
 			held = append(held, h)
 			return nil
 		})

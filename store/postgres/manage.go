@@ -17,15 +17,60 @@ import (
 // repeated cancel of a running job returns it and writes nothing. One
 // transaction locks the row, decides (job.Cancel) and applies, in two
 // round trips. See store.Store.
+//
+// The cancel of a parent cancels its children that are not final, and
+// theirs, in the same transaction (cancelTree): each job's children are
+// locked before the job, as a child's end locks the child before its
+// parent. Should PostgreSQL still break a deadlock with a child's end by
+// failing this transaction, a transaction of its own is run again.
 func (s *executor) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error) {
+	for try := 0; ; try++ {
+		var j *job.Job
+		err := s.atomically(ctx, func(ex *executor) error {
+			var err error
+			j, err = ex.cancelTree(ctx, id, true)
+			return err
+		})
+		if err != nil && s.tx == nil && deadlock(err) && try < insertRounds {
+			continue
+		}
+		if err != nil {
+			return nil, errorf("postgres: cancel job %s: %w", id, err)
+		}
+		return j, nil
+	}
+}
+
+// cancelTree cancels job id and its children not final, transitively,
+// in the transaction s runs in: the children locked first (each job's
+// before the job), then the job canceled (cancel), then each child. top
+// says id is the job the operator named: only its being final is an
+// error (a child may have ended since its parent read it).
+func (s *executor) cancelTree(ctx context.Context, id uuid.UUID, top bool) (*job.Job, error) {
+	rows, err := s.tx.Query(ctx, childrenLockActiveSQL, pgUUID(id))
+	if err != nil {
+		return nil, fmt.Errorf("lock the children: %w", err)
+	}
+	children, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (uuid.UUID, error) {
+		var c uuid.UUID
+		return c, row.Scan(uuidDest(&c))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lock the children: %w", err)
+	}
 	var j *job.Job
-	err := s.transact(ctx, func(r *rounds) error {
+	err = s.transact(ctx, func(r *rounds) error {
 		var err error
 		j, err = s.cancel(ctx, r, id)
 		return err
 	})
-	if err != nil {
-		return nil, errorf("postgres: cancel job %s: %w", id, err)
+	if err != nil && (top || !errors.Is(err, job.ErrWrongState)) {
+		return nil, err
+	}
+	for _, c := range children {
+		if _, err := s.cancelTree(ctx, c, false); err != nil {
+			return nil, fmt.Errorf("cancel child %s: %w", c, err)
+		}
 	}
 	return j, nil
 }
@@ -43,8 +88,17 @@ func (s *executor) cancel(ctx context.Context, r *rounds, id uuid.UUID) (*job.Jo
 	if !write {
 		return cur, r.round(ctx, true, func(*pgx.Batch) {}, func(pgx.BatchResults) error { return nil }) // commit
 	}
-	if cur.WorkflowID != uuid.Nil && t.State.Final() {
+	if (cur.WorkflowID != uuid.Nil || cur.ParentID != uuid.Nil) && t.State.Final() {
 		return s.endTask(ctx, r, now, at, cur, t)
+	}
+	if cur.State == job.StateWaiting {
+		// A job waiting for its children or a signal: its wait_for goes
+		// with the wait (task_set_state.sql writes it).
+		st := &step{tasks: []store.TaskDecided{{ID: cur.ID, Queue: cur.Queue, Transition: t}}, at: at}
+		if err := s.applyStep(ctx, r, now, st); err != nil {
+			return nil, err
+		}
+		return st.changedJob(cur.ID), nil
 	}
 	return setState(ctx, r, now, cur, t)
 }
@@ -53,7 +107,7 @@ func (s *executor) cancel(ctx context.Context, r *rounds, id uuid.UUID) (*job.Jo
 // cur (its row locked by this transaction), with its workflow step, in
 // the last rounds of r, and returns the task as it now is.
 func (s *executor) endTask(ctx context.Context, r *rounds, now *time.Time, at time.Time, cur *job.Job, t job.Transition) (*job.Job, error) {
-	end := store.TaskEnd{ID: cur.ID, WorkflowID: cur.WorkflowID, Ref: cur.Ref, From: cur.State, State: t.State}
+	end := store.TaskEnd{ID: cur.ID, WorkflowID: cur.WorkflowID, Ref: cur.Ref, From: cur.State, State: t.State, Parent: cur.ParentID}
 	own := []store.TaskDecided{{ID: cur.ID, Queue: cur.Queue, Transition: t}}
 	st, err := s.lockStep(ctx, r, []store.TaskEnd{end}, own, at)
 	if err != nil {

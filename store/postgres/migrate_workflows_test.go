@@ -69,7 +69,9 @@ func TestMigrateWorkflows(t *testing.T) {
 		t.Fatalf("rows after the migration:\n%s\nwant\n%s", strings.Join(after, "\n"), strings.Join(before, "\n"))
 	}
 	want := append(slices.Clone(indexesBefore), "jobd_jobs_workflow: CREATE INDEX jobd_jobs_workflow ON public.jobd_jobs "+
-		"USING btree (workflow_id, id) WHERE (workflow_id IS NOT NULL)")
+		"USING btree (workflow_id, id) WHERE (workflow_id IS NOT NULL)",
+		"jobd_jobs_children: CREATE UNIQUE INDEX jobd_jobs_children ON public.jobd_jobs "+
+			"USING btree (parent_id, child_key) WHERE (parent_id IS NOT NULL)")
 	slices.Sort(want)
 	if got := textRows(t, s, indexQuery); !slices.Equal(got, want) {
 		t.Fatalf("indexes of jobd_jobs after the migration:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -170,6 +170,17 @@ func checkPlans(t *testing.T, conn *pgx.Conn, table string, holdsRows bool) {
 		{"workflow_tasks", workflowTasksSQL, []string{id}, "jobd_jobs_workflow", lookupBy, true},
 		{"workflow_edges", workflowEdgesSQL, []string{id}, "jobd_jobs_workflow", lookupBy, true},
 		{"workflow_prune", workflowPruneSQL, []string{"now()", "100"}, "jobd_jobs_workflow", lookupBy, true},
+		// Durable execution: a step's fence, a wait, a parent's children
+		// (by the children index), the parents a child's end locks.
+		{"step_lease", stepLeaseSQL, []string{"NULL", id, id, "''"}, "jobd_jobs_pkey", lookupBy, false},
+		{"job_wait", jobWaitSQL, []string{"NULL", id, id, "'waiting'", "NULL", "0", "NULL", "NULL", "'children'", "1", "NULL", "NULL"},
+			"jobd_jobs_pkey", lookupBy, false},
+		{"children_pending", childrenPendingSQL, []string{id}, "jobd_jobs_children", lookupBy, false},
+		{"children_keys", childrenKeysSQL, []string{id}, "jobd_jobs_children", lookupBy, false},
+		{"children_lock_active", childrenLockActiveSQL, []string{id}, "jobd_jobs_children", lookupBy, false},
+		{"children_count", childrenCountSQL, []string{arr(ids)}, "jobd_jobs_children", lookupBy, true},
+		{"parents_lock", parentsLockSQL, []string{arr(ids)}, "jobd_jobs_pkey", lookupBy, true},
+		{"child_adopt", childAdoptSQL, []string{id, arr(ids), arr(owners), "NULL", arr(owners)}, "jobd_jobs_pkey", lookupBy, false},
 	}
 	for _, st := range statements {
 		if _, err := conn.Exec(t.Context(), "PREPARE "+st.name+" AS "+st.sql); err != nil {

@@ -195,4 +195,58 @@ var (
 	workflowDeleteSQL string
 	//go:embed sql/workflow_tasks_lock_all.sql
 	workflowTasksLockAllSQL string
+
+	//go:embed sql/step_lease.sql
+	stepLeaseSQL string
+
+	//go:embed sql/step_get.sql
+	stepGetSQL string
+
+	//go:embed sql/step_insert.sql
+	stepInsertSQL string
+
+	//go:embed sql/steps_of.sql
+	stepsOfSQL string
+
+	//go:embed sql/children_pending.sql
+	childrenPendingSQL string
+
+	//go:embed sql/signal_get.sql
+	signalGetSQL string
+
+	//go:embed sql/signal_put.sql
+	signalPutSQL string
+
+	//go:embed sql/signal_deliver.sql
+	signalDeliverSQL string
+
+	//go:embed sql/signal_forget.sql
+	signalForgetSQL string
+
+	//go:embed sql/signal_wait_of.sql
+	signalWaitOfSQL string
+
+	//go:embed sql/job_wait.sql
+	jobWaitSQL string
+
+	//go:embed sql/parents_lock.sql
+	parentsLockSQL string
+
+	//go:embed sql/children_count.sql
+	childrenCountSQL string
+
+	//go:embed sql/children_keys.sql
+	childrenKeysSQL string
+
+	//go:embed sql/child_adopt.sql
+	childAdoptSQL string
+
+	//go:embed sql/children_lock_active.sql
+	childrenLockActiveSQL string
+
+	//go:embed sql/parent_workflow.sql
+	parentWorkflowSQL string
+
+	//go:embed sql/workflow_grow.sql
+	workflowGrowSQL string
 )

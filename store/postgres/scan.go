@@ -21,8 +21,8 @@ import (
 //	last_error, created_at, started_at, finished_at, updated_at,
 //	requires, prefers, attempted_at, trace_parent,
 //	schedule, scheduled_for, timeout, deadline, rerun, previous_state, previous_result, callback_url,
-//	CASE WHEN workflow_id IS NOT NULL OR wait_for IS NOT NULL THEN json_build_array(
-//	    workflow_id, workflow_ref, run_on, wait_for, dependencies, pending, canceled_by) END
+//	CASE WHEN workflow_id IS NOT NULL OR wait_for IS NOT NULL OR parent_id IS NOT NULL THEN json_build_array(
+//	    workflow_id, workflow_ref, run_on, wait_for, dependencies, pending, canceled_by, parent_id, child_key) END
 //
 // The last is the columns of a workflow task, or of a waiting job, as
 // one JSON array (store.DecodeTaskColumns), and one NULL for any other job: a job

@@ -487,10 +487,10 @@ func scanClaimed(rows pgx.Rows) ([]*job.Job, error) {
 	var jobs []*job.Job
 	for rows.Next() {
 		var (
-			r      jobRow
-			inputs []byte
+			r              jobRow
+			inputs, resume []byte
 		)
-		if err := rows.Scan(append(r.dest(), &inputs)...); err != nil {
+		if err := rows.Scan(append(r.dest(), &inputs, &resume)...); err != nil {
 			return nil, err
 		}
 		j, err := r.job()
@@ -498,6 +498,9 @@ func scanClaimed(rows pgx.Rows) ([]*job.Job, error) {
 			return nil, err
 		}
 		if j.Inputs, err = store.DecodeInputs(inputs); err != nil {
+			return nil, errorf("postgres: job %s: %w", j.ID, err)
+		}
+		if j.Resume, err = store.DecodeResume(resume); err != nil {
 			return nil, errorf("postgres: job %s: %w", j.ID, err)
 		}
 		jobs = append(jobs, j)

@@ -42,10 +42,36 @@ func (st *step) empty() bool { return st == nil || len(st.tasks) == 0 && len(st.
 // store.DecideWorkflows) at at, and returns the step for the last round
 // to apply. Without ends it sends nothing and returns nil: a batch
 // without workflow tasks pays nothing.
+//
+// Then the children's step (lockParents) follows the ends of children
+// (and of the tasks the workflow step canceled), in one more pinned
+// round: their parents are locked after every other row.
 func (s *executor) lockStep(ctx context.Context, r *rounds, ends []store.TaskEnd, own []store.TaskDecided, at time.Time) (*step, error) {
 	if len(ends) == 0 {
 		return nil, nil
 	}
+	st := &step{tasks: slices.Clone(own), at: at}
+	all := ends
+	if wf := store.WorkflowEnds(ends); len(wf) > 0 {
+		tasks, workflows, cascade, err := s.lockWorkflowStep(ctx, r, wf, at)
+		if err != nil {
+			return nil, err
+		}
+		st.tasks, st.workflows = append(st.tasks, tasks...), workflows
+		all = append(slices.Clone(ends), cascade...)
+	}
+	parents, err := s.lockParents(ctx, r, all, at)
+	if err != nil {
+		return nil, fmt.Errorf("children's step: %w", err)
+	}
+	st.tasks = append(st.tasks, parents...)
+	return st, nil
+}
+
+// lockWorkflowStep is the workflow step of lockStep, for ends of
+// workflow tasks: it returns the dependents' transitions, the workflows'
+// and the ends of the tasks it canceled.
+func (s *executor) lockWorkflowStep(ctx context.Context, r *rounds, ends []store.TaskEnd, at time.Time) ([]store.TaskDecided, []store.WorkflowDecided, []store.TaskEnd, error) {
 	ids := make([][16]byte, len(ends))
 	failing := make([]bool, len(ends))
 	var workflows [][16]byte
@@ -85,14 +111,14 @@ func (s *executor) lockStep(ctx context.Context, r *rounds, ends []store.TaskEnd
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	tasks, cascade, err := store.DecidePropagate(ends, nodes, edges, at)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	all := append(slices.Clone(ends), cascade...)
-	return &step{tasks: append(slices.Clone(own), tasks...), workflows: store.DecideWorkflows(wfs, all, nil, at), at: at}, nil
+	return tasks, store.DecideWorkflows(wfs, all, nil, at), cascade, nil
 }
 
 // scanTaskNode reads a task's facts as workflow_reach_lock.sql,

@@ -19,39 +19,70 @@ import (
 // transaction reads the row, decides (job.Cancel) and applies.
 func (s *executor) JobCancel(ctx context.Context, id uuid.UUID) (*job.Job, error) {
 	var (
-		j         *job.Job
-		requested bool     // this call asked a running job to stop
-		wake      *wakeups // a workflow task's end: its dependents' wake-ups
+		j     *job.Job
+		stops []uuid.UUID // the running jobs this call asked to stop
+		wake  *wakeups    // the ends' wake-ups (a workflow's dependents)
 	)
 	err := s.jobsTx(ctx, func(tx *jobWrite) error {
-		cur, err := scanJob(tx.QueryRowContext(ctx, jobGetSQL, id.String()))
-		if err != nil {
-			return err
-		}
-		t, write, err := job.Cancel(job.FactsOf(cur), fromMicro(tx.now))
-		if err != nil || !write {
-			j = cur
-			return err
-		}
-		if cur.WorkflowID != uuid.Nil && t.State.Final() {
-			wake = newWakeups(tx.now, s.counted)
-			j, err = s.endTask(ctx, tx, wake, cur, t)
-			return err
-		}
-		j, err = setState(ctx, tx, cur, t)
-		requested = t.RequestsCancel()
+		wake = newWakeups(tx.now, s.counted)
+		var err error
+		j, err = s.cancelTree(ctx, tx, wake, id, &stops)
 		return err
 	})
 	if err != nil {
 		return nil, errorf("sqlite: cancel job %s: %w", id, err)
 	}
-	if wake != nil {
-		s.send(wake)
-	}
-	if requested {
+	s.send(wake)
+	if len(stops) > 0 {
 		// After the commit, so that the holder's engine, whatever it does
 		// next, sees the request in the database too.
-		s.afterCommit(func() { s.hub.Send(store.Notification{CancelJob: id}) })
+		s.afterCommit(func() {
+			for _, id := range stops {
+				s.hub.Send(store.Notification{CancelJob: id})
+			}
+		})
+	}
+	return j, nil
+}
+
+// cancelTree cancels job id (job.Cancel) and then, whatever became of
+// it, its children that are not final, and theirs, in the write
+// transaction; it notes the running jobs it asked to stop in stops.
+func (s *executor) cancelTree(ctx context.Context, tx *jobWrite, wake *wakeups, id uuid.UUID, stops *[]uuid.UUID) (*job.Job, error) {
+	cur, err := scanJob(tx.QueryRowContext(ctx, jobGetSQL, id.String()))
+	if err != nil {
+		return nil, err
+	}
+	t, write, err := job.Cancel(job.FactsOf(cur), fromMicro(tx.now))
+	if err != nil {
+		return nil, err
+	}
+	j := cur
+	switch {
+	case !write:
+	case (cur.WorkflowID != uuid.Nil || cur.ParentID != uuid.Nil) && t.State.Final():
+		j, err = s.endTask(ctx, tx, wake, cur, t)
+	case cur.State == job.StateWaiting:
+		// A job waiting for its children or a signal: its wait_for goes
+		// with the wait (task_set_state.sql writes it).
+		j, err = setTaskState(ctx, tx, store.TaskDecided{ID: cur.ID, Queue: cur.Queue, Transition: t})
+	default:
+		j, err = setState(ctx, tx, cur, t)
+		if t.RequestsCancel() {
+			*stops = append(*stops, id)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	children, err := activeChildren(ctx, tx, id)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range children {
+		if _, err := s.cancelTree(ctx, tx, wake, c, stops); err != nil {
+			return nil, fmt.Errorf("cancel child %s: %w", c, err)
+		}
 	}
 	return j, nil
 }
@@ -342,7 +373,7 @@ func deleteJobs(ctx context.Context, tx *sql.Tx, query string, args ...any) (int
 // cur, with its workflow step, in the write transaction, and returns the
 // task as it now is.
 func (s *executor) endTask(ctx context.Context, tx *jobWrite, wake *wakeups, cur *job.Job, t job.Transition) (*job.Job, error) {
-	end := store.TaskEnd{ID: cur.ID, WorkflowID: cur.WorkflowID, Ref: cur.Ref, From: cur.State, State: t.State}
+	end := store.TaskEnd{ID: cur.ID, WorkflowID: cur.WorkflowID, Ref: cur.Ref, From: cur.State, State: t.State, Parent: cur.ParentID}
 	own := []store.TaskDecided{{ID: cur.ID, Queue: cur.Queue, Transition: t}}
 	changed, err := s.step(ctx, tx, wake, []store.TaskEnd{end}, own)
 	if err != nil {

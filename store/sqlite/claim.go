@@ -79,7 +79,8 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 		if err != nil {
 			return err
 		}
-		if jobs, err = scanJobs(rows); err != nil {
+		var durable map[uuid.UUID]string
+		if jobs, durable, err = scanClaimed(rows); err != nil {
 			return err
 		}
 		if len(jobs) != len(ids) {
@@ -88,6 +89,9 @@ func (s *executor) JobClaim(ctx context.Context, params store.ClaimParams) ([]*j
 		// RETURNING has no order: give the batch back best first.
 		sort.Slice(jobs, func(a, b int) bool { return rank[jobs[a].ID] < rank[jobs[b].ID] })
 		if err := readInputs(ctx, tx, jobs); err != nil {
+			return err
+		}
+		if err := readResume(ctx, tx, jobs, durable); err != nil {
 			return err
 		}
 		if limits != nil {

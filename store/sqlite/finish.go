@@ -254,13 +254,13 @@ func lockHeld(ctx context.Context, tx *jobWrite, query string, args ...any) ([]s
 	var held []store.Held
 	for rows.Next() {
 		var (
-			id, token, workflowID string
-			attemptedAt           sql.NullInt64
-			timeout               sql.NullInt64
-			h                     = store.Held{Facts: job.Facts{State: job.StateRunning}} // the statement's fence
+			id, token, workflowID, parent string
+			attemptedAt                   sql.NullInt64
+			timeout                       sql.NullInt64
+			h                             = store.Held{Facts: job.Facts{State: job.StateRunning}} // the statement's fence
 		)
 		dest := []any{&id, &token, &h.Queue, &h.Attempt, &h.MaxAttempts, &h.CancelRequested,
-			&h.LeaseOwner, &attemptedAt, &workflowID, &h.Task.Ref}
+			&h.LeaseOwner, &attemptedAt, &workflowID, &h.Task.Ref, &parent}
 		if withTimeout {
 			dest = append(dest, &timeout)
 		}
@@ -278,6 +278,11 @@ func lockHeld(ctx context.Context, tx *jobWrite, query string, args ...any) ([]s
 		if workflowID != "" {
 			if h.Task.WorkflowID, err = uuid.Parse(workflowID); err != nil {
 				return nil, fmt.Errorf("workflow of job %s: %w", id, err)
+			}
+		}
+		if parent != "" {
+			if h.Task.Parent, err = uuid.Parse(parent); err != nil {
+				return nil, fmt.Errorf("parent of job %s: %w", id, err)
 			}
 		}
 		held = append(held, h)

@@ -93,9 +93,11 @@ func TestJobColumns(t *testing.T) {
 		t.Fatalf("jobd_jobs columns %v: no idempotency_fingerprint", cols)
 	}
 	notRead := func(c string) bool {
-		// The journal, the fingerprint and the outcome remembered are
-		// read by their own statements.
-		return slices.Contains([]string{"journal", "idempotency_fingerprint", "outcome_token", "outcome", "outcome_owner"}, c)
+		// The journal, the fingerprint, the outcome remembered and
+		// durable execution's columns (014_durable) are read by their
+		// own statements.
+		return slices.Contains([]string{"journal", "idempotency_fingerprint", "outcome_token", "outcome", "outcome_owner",
+			"signal_wait", "durable"}, c)
 	}
 	if got, want := slices.DeleteFunc(slices.Clone(cols), notRead), append(slices.Clone(jobColumns), taskColumns...); !slices.Equal(got, want) {
 		t.Fatalf("jobd_jobs columns but the journal, the fingerprint and the outcome\n%v\nwant what scanJob reads\n%v", got, want)

@@ -66,6 +66,7 @@ func checkPlans(t *testing.T, s *Store) {
 		sql.Named("queues_limited", 0), sql.Named("queue_names", "[]"), sql.Named("queue_prefixes", "[]"),
 		sql.Named("ends", `[{"id":"a","failing":1}]`), sql.Named("from", "waiting"), sql.Named("cancel_requested", 0),
 		sql.Named("wait_for", nil), sql.Named("pending", 0), sql.Named("canceled_by", nil),
+		sql.Named("ids", "[]"), sql.Named("name", ""),
 	}
 	// The one walk of a whole index a statement makes, by its name: the
 	// partial index it walks holds only what it reads.
@@ -107,8 +108,18 @@ func checkPlans(t *testing.T, s *Store) {
 		{"edges of a workflow", workflowEdgesSQL, []string{"USING COVERING INDEX jobd_jobs_workflow_idx (workflow_id=?)",
 			"SEARCH e USING PRIMARY KEY (job_id=?)"}},
 		{"prune workflows", workflowPruneSQL, []string{"USING INDEX jobd_workflows_finished_idx"}},
-		{"delete a workflow's tasks", workflowDeleteTasksSQL, []string{"USING INDEX jobd_jobs_workflow_idx (workflow_id=?)"}},
+		{"delete a workflow's tasks", workflowDeleteTasksSQL, []string{"INDEX jobd_jobs_workflow_idx (workflow_id=?)",
+			"SEARCH jobd_signals USING PRIMARY KEY (job_id=?)", "SEARCH jobd_job_steps USING PRIMARY KEY (job_id=?)"}},
 		{"delete a workflow's edges", workflowDeleteEdgesSQL, []string{"SEARCH jobd_workflow_edges USING PRIMARY KEY (job_id=?)"}},
+		// Durable execution: a parent's children by the children index,
+		// steps and signals by their keys.
+		{"children not final", childrenPendingSQL, []string{"jobd_jobs_children_idx (parent_id=?)"}},
+		{"children of a parent", childrenOfSQL, []string{"jobd_jobs_children_idx (parent_id=?)"}},
+		{"children's keys", childrenKeysSQL, []string{"jobd_jobs_children_idx (parent_id=?)"}},
+		{"active children", childrenActiveSQL, []string{"jobd_jobs_children_idx (parent_id=?)"}},
+		{"steps of jobs", stepsOfSQL, []string{"SEARCH jobd_job_steps USING PRIMARY KEY (job_id=?)"}},
+		{"a step", stepGetSQL, []string{"SEARCH jobd_job_steps USING PRIMARY KEY (job_id=? AND name=?)"}},
+		{"a signal", signalGetSQL, []string{"SEARCH jobd_signals USING PRIMARY KEY (job_id=? AND name=?)"}},
 	} {
 		rows, err := conn.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+tc.query, args...)
 		if err != nil {

@@ -319,3 +319,54 @@ var workflowDeleteEdgesSQL string
 
 //go:embed sql/workflow_delete_tasks.sql
 var workflowDeleteTasksSQL string
+
+//go:embed sql/step_lease.sql
+var stepLeaseSQL string
+
+//go:embed sql/step_get.sql
+var stepGetSQL string
+
+//go:embed sql/step_insert.sql
+var stepInsertSQL string
+
+//go:embed sql/steps_of.sql
+var stepsOfSQL string
+
+//go:embed sql/children_of.sql
+var childrenOfSQL string
+
+//go:embed sql/children_pending.sql
+var childrenPendingSQL string
+
+//go:embed sql/signal_get.sql
+var signalGetSQL string
+
+//go:embed sql/signal_put.sql
+var signalPutSQL string
+
+//go:embed sql/signal_deliver.sql
+var signalDeliverSQL string
+
+//go:embed sql/signal_wait_of.sql
+var signalWaitOfSQL string
+
+//go:embed sql/job_wait.sql
+var jobWaitSQL string
+
+//go:embed sql/signal_forget.sql
+var signalForgetSQL string
+
+//go:embed sql/children_keys.sql
+var childrenKeysSQL string
+
+//go:embed sql/child_adopt.sql
+var childAdoptSQL string
+
+//go:embed sql/children_active.sql
+var childrenActiveSQL string
+
+//go:embed sql/parent_workflow.sql
+var parentWorkflowSQL string
+
+//go:embed sql/workflow_grow.sql
+var workflowGrowSQL string

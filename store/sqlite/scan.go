@@ -37,13 +37,14 @@ var jobColumns = []string{
 // taskColumns are the columns of a workflow task (013_workflows), in
 // table order, which every statement that returns whole jobs selects,
 // after jobColumns, as one: taskColumn.
-var taskColumns = []string{"workflow_id", "workflow_ref", "run_on", "wait_for", "dependencies", "pending", "canceled_by"}
+var taskColumns = []string{"workflow_id", "workflow_ref", "run_on", "wait_for", "dependencies", "pending", "canceled_by",
+	"parent_id", "child_key"}
 
 // taskColumn is the last column scanJob reads: a task's (or a waiting
 // job's) columns as one JSON array (store.DecodeTaskColumns), NULL for
 // any other job, which so costs one column, not seven.
-const taskColumn = "CASE WHEN workflow_id IS NOT NULL OR wait_for IS NOT NULL THEN json_array( " +
-	"workflow_id, workflow_ref, run_on, wait_for, dependencies, pending, canceled_by) END"
+const taskColumn = "CASE WHEN workflow_id IS NOT NULL OR wait_for IS NOT NULL OR parent_id IS NOT NULL THEN json_array( " +
+	"workflow_id, workflow_ref, run_on, wait_for, dependencies, pending, canceled_by, parent_id, child_key) END"
 
 // scanner is *sql.Row or *sql.Rows.
 type scanner interface {

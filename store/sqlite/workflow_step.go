@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,10 +27,37 @@ import (
 // applies, noting the wake-ups. It returns the tasks it changed, as they
 // now are. Without ends it reads nothing: a batch without workflow tasks
 // pays nothing.
+//
+// Then the children's step (parentStep) follows the ends of children
+// (and of the tasks the workflow step canceled), after every change of
+// the workflow step is applied.
 func (s *executor) step(ctx context.Context, tx *jobWrite, wake *wakeups, ends []store.TaskEnd, own []store.TaskDecided) ([]*job.Job, error) {
 	if len(ends) == 0 {
 		return nil, nil
 	}
+	var (
+		changed []*job.Job
+		err     error
+	)
+	if wf := store.WorkflowEnds(ends); len(wf) > 0 {
+		var cascade []store.TaskEnd
+		if changed, cascade, err = s.workflowStep(ctx, tx, wake, wf, own); err != nil {
+			return nil, err
+		}
+		ends = append(slices.Clone(ends), cascade...)
+	} else if changed, err = s.applyStep(ctx, tx, wake, own, nil); err != nil {
+		return nil, err
+	}
+	parents, err := s.parentStep(ctx, tx, wake, ends)
+	if err != nil {
+		return nil, fmt.Errorf("children's step: %w", err)
+	}
+	return append(changed, parents...), nil
+}
+
+// workflowStep is the workflow step of step, for ends of workflow tasks;
+// it returns the ends of the tasks it canceled besides.
+func (s *executor) workflowStep(ctx context.Context, tx *jobWrite, wake *wakeups, ends []store.TaskEnd, own []store.TaskDecided) ([]*job.Job, []store.TaskEnd, error) {
 	type end struct {
 		ID      string `json:"id"`
 		Failing int    `json:"failing"`
@@ -49,11 +77,11 @@ func (s *executor) step(ctx context.Context, tx *jobWrite, wake *wakeups, ends [
 	}
 	body, err := json.Marshal(batch)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rows, err := tx.QueryContext(ctx, workflowReachSQL, sql.Named("ends", string(body)))
 	if err != nil {
-		return nil, fmt.Errorf("read dependents: %w", err)
+		return nil, nil, fmt.Errorf("read dependents: %w", err)
 	}
 	var (
 		nodes []store.TaskNode
@@ -65,12 +93,12 @@ func (s *executor) step(ctx context.Context, tx *jobWrite, wake *wakeups, ends [
 		n, err := scanTaskNode(rows, &parent)
 		if err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("read dependents: %w", err)
+			return nil, nil, fmt.Errorf("read dependents: %w", err)
 		}
 		p, err := uuid.Parse(parent)
 		if err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("read dependents: a dependency of %s: %w", n.ID, err)
+			return nil, nil, fmt.Errorf("read dependents: a dependency of %s: %w", n.ID, err)
 		}
 		edges = append(edges, store.Edge{Task: n.ID, DependsOn: p})
 		if !read[n.ID] {
@@ -79,19 +107,20 @@ func (s *executor) step(ctx context.Context, tx *jobWrite, wake *wakeups, ends [
 		}
 	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return nil, fmt.Errorf("read dependents: %w", err)
+		return nil, nil, fmt.Errorf("read dependents: %w", err)
 	}
 	wfs, err := readWorkflows(ctx, tx, workflows)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	at := fromMicro(tx.now)
 	tasks, cascade, err := store.DecidePropagate(ends, nodes, edges, at)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	all := append(append([]store.TaskEnd{}, ends...), cascade...)
-	return s.applyStep(ctx, tx, wake, append(append([]store.TaskDecided{}, own...), tasks...), store.DecideWorkflows(wfs, all, nil, at))
+	changed, err := s.applyStep(ctx, tx, wake, append(append([]store.TaskDecided{}, own...), tasks...), store.DecideWorkflows(wfs, all, nil, at))
+	return changed, cascade, err
 }
 
 // readWorkflows reads the rows of workflows ids, in the write

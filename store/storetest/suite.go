@@ -78,6 +78,8 @@ func Run(t *testing.T, open Opener, node NodeOpener) {
 		{"Workflow", workflowTests},
 		{"WorkflowRules", workflowRuleTests},
 		{"WorkflowConcurrent", workflowConcurrentTests},
+		{"Durable", durableTests},
+		{"Children", childrenTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -431,3 +431,28 @@ func (r recorder) SettingGet(ctx context.Context, name string) (string, error) {
 	note(ctx, "SettingGet")
 	return r.st.SettingGet(ctx, name)
 }
+
+func (r recorder) JobStep(ctx context.Context, lease store.Lease, params store.StepParams) (*store.StepResult, error) {
+	note(ctx, "JobStep")
+	return r.st.JobStep(ctx, lease, params)
+}
+
+func (r recorder) JobSteps(ctx context.Context, id uuid.UUID) ([]job.Step, error) {
+	note(ctx, "JobSteps")
+	return r.st.JobSteps(ctx, id)
+}
+
+func (r recorder) JobWait(ctx context.Context, lease store.Lease, w job.WaitRequest) (*job.Job, error) {
+	note(ctx, "JobWait")
+	return r.st.JobWait(ctx, lease, w)
+}
+
+func (r recorder) JobSignal(ctx context.Context, id uuid.UUID, name string, payload json.RawMessage) (*store.SignalResult, error) {
+	note(ctx, "JobSignal")
+	return r.st.JobSignal(ctx, id, name, payload)
+}
+
+func (r recorder) JobSpawn(ctx context.Context, lease store.Lease, params store.SpawnParams) ([]store.InsertResult, error) {
+	note(ctx, "JobSpawn")
+	return r.st.JobSpawn(ctx, lease, params)
+}

@@ -275,3 +275,27 @@ func (s *Store) WorkflowDelete(ctx context.Context, id uuid.UUID) (int, error) {
 	defer s.Wrote()
 	return s.Store.WorkflowDelete(ctx, id)
 }
+
+// JobStep calls the store's, then Wrote.
+func (s *Store) JobStep(ctx context.Context, lease store.Lease, params store.StepParams) (*store.StepResult, error) {
+	defer s.Wrote()
+	return s.Store.JobStep(ctx, lease, params)
+}
+
+// JobWait calls the store's, then Wrote.
+func (s *Store) JobWait(ctx context.Context, lease store.Lease, w job.WaitRequest) (*job.Job, error) {
+	defer s.Wrote()
+	return s.Store.JobWait(ctx, lease, w)
+}
+
+// JobSignal calls the store's, then Wrote.
+func (s *Store) JobSignal(ctx context.Context, id uuid.UUID, name string, payload json.RawMessage) (*store.SignalResult, error) {
+	defer s.Wrote()
+	return s.Store.JobSignal(ctx, id, name, payload)
+}
+
+// JobSpawn calls the store's, then Wrote.
+func (s *Store) JobSpawn(ctx context.Context, lease store.Lease, params store.SpawnParams) ([]store.InsertResult, error) {
+	defer s.Wrote()
+	return s.Store.JobSpawn(ctx, lease, params)
+}

@@ -331,6 +331,19 @@ def checkpoint(job_id: str, token: str, value: Any) -> Op[bool]:
     )
 
 
+def step(job_id: str, token: str, name: str, result: Any, started_at: str = "") -> Op[Any]:
+    """Records a completed step (POST /api/v1/worker/jobs/{id}/steps) and
+    decodes the step's result as the job keeps it: the one recorded first
+    under that name."""
+    body: Dict[str, Any] = {"lease_token": token, "name": name, "result": result}
+    if started_at:
+        body["started_at"] = started_at
+    return Op(
+        Request("POST", _wpath(job_id, "steps"), body=_enc(body), idempotent=True),
+        lambda r: ((_json(r) or {}).get("step") or {}).get("result"),
+    )
+
+
 def _state(resp: Response) -> str:
     return str((_json(resp) or {}).get("state", ""))
 

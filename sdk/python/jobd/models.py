@@ -324,6 +324,14 @@ class ClaimedJob(Job):
     lease_token: str = ""
     heartbeat_interval: Optional[float] = None
     inputs: Dict[str, Input] = field(default_factory=dict)
+    #: What a durable job resumes from (docs/steps-and-children.md): its
+    #: completed steps (name → result), its children (key → {id, state,
+    #: result, error}) and the signal of its last signal wait ({name,
+    #: payload, timed_out}); empty, and ``None``, for a job that recorded
+    #: no step, spawned no child and never waited.
+    steps: Dict[str, Any] = field(default_factory=dict)
+    children: Dict[str, Any] = field(default_factory=dict)
+    signal: Optional[Dict[str, Any]] = None
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "ClaimedJob":
@@ -332,7 +340,13 @@ class ClaimedJob(Job):
         hb = _dur(d, "heartbeat_interval")
         raw_in = d.get("inputs")
         inputs = {str(k): Input.from_json(v) for k, v in raw_in.items()} if isinstance(raw_in, dict) else {}
-        return cls(lease_token=_str(d.get("lease_token")), heartbeat_interval=parse_duration(hb), inputs=inputs, **f)
+        steps = d.get("steps")
+        children = d.get("children")
+        signal = d.get("signal")
+        return cls(lease_token=_str(d.get("lease_token")), heartbeat_interval=parse_duration(hb), inputs=inputs,
+                   steps=dict(steps) if isinstance(steps, Mapping) else {},
+                   children=dict(children) if isinstance(children, Mapping) else {},
+                   signal=dict(signal) if isinstance(signal, Mapping) else None, **f)
 
 
 @dataclass

@@ -5,6 +5,8 @@ thread pool."""
 from __future__ import annotations
 
 import asyncio
+import datetime as _dt
+import inspect
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, TypeVar, overload
 
@@ -81,6 +83,24 @@ class _BaseTask:
         return into(v) if into is not None else v
 
     @property
+    def steps(self) -> Any:
+        """The steps the job completed, by this attempt or an earlier one:
+        name → result (see :meth:`Task.step`)."""
+        return self.job.steps
+
+    @property
+    def children(self) -> Any:
+        """The job's children, as its resumed claim carries them: key →
+        ``{"id", "state", "result", "error"}``."""
+        return self.job.children
+
+    @property
+    def signal(self) -> Any:
+        """The signal of the job's last signal wait (``{"name",
+        "payload", "timed_out"}``); ``None`` for none."""
+        return self.job.signal
+
+    @property
     def stop_reason(self) -> Optional[str]:
         """Why the job is to stop: ``"canceled"`` (its cancel was
         requested), ``"lease-lost"``, ``"timed-out"`` (its deadline passed)
@@ -113,6 +133,22 @@ class Task(_BaseTask):
         """Stores ``value`` (JSON) as the job's checkpoint: a later attempt
         finds it in :attr:`checkpoint`."""
         await self._worker._checkpoint(self._run, value)
+
+    async def step(self, name: str, fn: Callable[[], Any]) -> Any:
+        """Runs the step ``name``: when an earlier run of it recorded a
+        result (this attempt, or an earlier attempt of the job), returns
+        that result without calling ``fn``; otherwise calls ``fn`` (a
+        function, or a coroutine function), records what it returns (JSON)
+        and returns it. An exception of ``fn`` records nothing: the step
+        runs again on the next attempt. A step must be idempotent up to
+        the point it records (see docs/steps-and-children.md)."""
+        if name in self.job.steps:
+            return self.job.steps[name]
+        started = _now()
+        value = fn()
+        if inspect.isawaitable(value):
+            value = await value
+        return await self._worker._step(self._run, name, value, started)
 
 
 class SyncTask(_BaseTask):
@@ -148,3 +184,18 @@ class SyncTask(_BaseTask):
         """Stores ``value`` (JSON) as the job's checkpoint."""
         fut = asyncio.run_coroutine_threadsafe(self._worker._checkpoint(self._run, value), self._loop)
         fut.result()
+
+    def step(self, name: str, fn: Callable[[], Any]) -> Any:
+        """Runs the step ``name`` in this thread, as :meth:`Task.step`
+        does: a recorded result is returned without calling ``fn``."""
+        if name in self.job.steps:
+            return self.job.steps[name]
+        started = _now()
+        value = fn()
+        fut = asyncio.run_coroutine_threadsafe(self._worker._step(self._run, name, value, started), self._loop)
+        return fut.result()
+
+
+def _now() -> str:
+    """The time now, RFC 3339, UTC."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat().replace("+00:00", "Z")

@@ -468,6 +468,16 @@ class Worker:
         if cancel:
             self._stop_run(r, "canceled")
 
+    async def _step(self, r: _Run, name: str, value: Any, started_at: str) -> Any:
+        assert self._client is not None
+        try:
+            kept = await self._client.call(_ops.step(r.job.id, r.job.lease_token, name, value, started_at))
+        except JobdError as e:
+            self._lost(r, e)
+            raise
+        r.job.steps[name] = kept
+        return kept
+
     def _lost(self, r: _Run, e: JobdError) -> None:
         if isinstance(e, ConflictError):
             self._stop_run(r, "lease-lost")

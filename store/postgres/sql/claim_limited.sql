@@ -187,7 +187,8 @@ claimed AS (
               j.created_at, j.started_at, j.finished_at, j.updated_at,
               j.requires, j.prefers, j.attempted_at, j.trace_parent,
               j.schedule, j.scheduled_for, j.timeout, j.deadline, j.rerun, j.previous_state, j.previous_result, j.callback_url,
-              j.workflow_id, j.workflow_ref, j.run_on, j.wait_for, j.dependencies, j.pending, j.canceled_by
+              j.workflow_id, j.workflow_ref, j.run_on, j.wait_for, j.dependencies, j.pending, j.canceled_by,
+              j.durable, j.signal_wait, j.parent_id, j.child_key
 ),
 -- The rate's state advances by the starts claimed: the queue's, on its row
 -- (which this transaction holds locked), or each partition's. A
@@ -220,8 +221,8 @@ SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, le
        last_error, created_at, started_at, finished_at, updated_at,
        requires, prefers, attempted_at, trace_parent,
        schedule, scheduled_for, timeout, deadline, rerun, previous_state, previous_result, callback_url,
-       CASE WHEN workflow_id IS NOT NULL OR wait_for IS NOT NULL THEN json_build_array(
-           workflow_id, workflow_ref, run_on, wait_for, dependencies, pending, canceled_by) END,
+       CASE WHEN workflow_id IS NOT NULL OR wait_for IS NOT NULL OR parent_id IS NOT NULL THEN json_build_array(
+           workflow_id, workflow_ref, run_on, wait_for, dependencies, pending, canceled_by, parent_id, child_key) END,
        -- A workflow task's inputs: its dependencies' refs, states,
        -- results and errors (job.Input), read here, at its claim, and
        -- never copied into its row. A job with no dependencies (any job
@@ -233,6 +234,26 @@ SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, le
            FROM jobd_workflow_edges e
            JOIN jobd_jobs d ON d.id = ANY (ARRAY[e.depends_on])
            WHERE e.job_id = claimed.id)
-       END AS inputs
+       END AS inputs,
+       -- What a durable job (it recorded a step, spawned a child or
+       -- waited) resumes from: its steps, its children by key, the signal
+       -- of its last signal wait (store.DecodeResume). Any other job pays
+       -- the one test.
+       CASE WHEN durable THEN jsonb_build_object(
+           'steps', (SELECT jsonb_agg(jsonb_build_object('name', s.name, 'result', s.result,
+                                                         'attempt', s.attempt, 'started_at', s.started_at,
+                                                         'finished_at', s.finished_at)
+                                      ORDER BY s.finished_at, s.name)
+                     FROM jobd_job_steps s WHERE s.job_id = claimed.id),
+           'children', (SELECT jsonb_agg(jsonb_build_object('key', c.child_key, 'id', c.id, 'state', c.state,
+                                                            'result', c.result, 'error', c.last_error))
+                        FROM jobd_jobs c WHERE c.parent_id = claimed.id),
+           'signal', CASE WHEN signal_wait IS NOT NULL THEN (
+               SELECT jsonb_build_object('name', claimed.signal_wait, 'payload', g.payload,
+                                         'delivered', g.delivered_at IS NOT NULL)
+               FROM (SELECT 1) one
+               LEFT JOIN jobd_signals g ON g.job_id = claimed.id AND g.name = claimed.signal_wait)
+           END)
+       END AS resume
 FROM claimed
 ORDER BY priority, run_at, id;

@@ -41,10 +41,12 @@ WITH done AS (
       AND j.lease_token = o.token
       AND (o.owner = '' OR j.lease_owner = o.owner)
       AND (j.deadline IS NULL OR j.deadline > coalesce($1::timestamptz, now()))
-      -- A workflow task's end has its workflow step, in its transaction:
-      -- the general path's (this statement commits with its round). A
-      -- job outside any workflow pays this one test.
+      -- A workflow task's end has its workflow step, and a child's end
+      -- its parent's, in its transaction: the general path's (this
+      -- statement commits with its round). Any other job pays these two
+      -- tests.
       AND j.workflow_id IS NULL
+      AND j.parent_id IS NULL
     RETURNING j.id, o.token, j.callback_url, j.queue, j.kind, j.attempt, j.max_attempts,
               j.finished_at
 ),

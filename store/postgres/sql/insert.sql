@@ -66,6 +66,6 @@ SELECT id, queue, kind, args, state, priority, run_at, attempt, max_attempts, le
        last_error, created_at, started_at, finished_at, updated_at,
        requires, prefers, attempted_at, trace_parent,
        schedule, scheduled_for, timeout, deadline, rerun, previous_state, previous_result, callback_url,
-       CASE WHEN workflow_id IS NOT NULL OR wait_for IS NOT NULL THEN json_build_array(
-           workflow_id, workflow_ref, run_on, wait_for, dependencies, pending, canceled_by) END
+       CASE WHEN workflow_id IS NOT NULL OR wait_for IS NOT NULL OR parent_id IS NOT NULL THEN json_build_array(
+           workflow_id, workflow_ref, run_on, wait_for, dependencies, pending, canceled_by, parent_id, child_key) END
 FROM inserted, woken;

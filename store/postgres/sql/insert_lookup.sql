@@ -12,8 +12,8 @@ SELECT p.ord, j.idempotency_fingerprint,
        j.checkpoint, j.result, j.last_error, j.created_at, j.started_at, j.finished_at,
        j.updated_at, j.requires, j.prefers, j.attempted_at, j.trace_parent,
        j.schedule, j.scheduled_for, j.timeout, j.deadline, j.rerun, j.previous_state, j.previous_result, j.callback_url,
-       CASE WHEN j.workflow_id IS NOT NULL OR j.wait_for IS NOT NULL THEN json_build_array(
-           j.workflow_id, j.workflow_ref, j.run_on, j.wait_for, j.dependencies, j.pending, j.canceled_by) END
+       CASE WHEN j.workflow_id IS NOT NULL OR j.wait_for IS NOT NULL OR j.parent_id IS NOT NULL THEN json_build_array(
+           j.workflow_id, j.workflow_ref, j.run_on, j.wait_for, j.dependencies, j.pending, j.canceled_by, j.parent_id, j.child_key) END
 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS p(idempotency_key, args_hash, ord)
 CROSS JOIN LATERAL (
     (SELECT * FROM jobd_jobs WHERE idempotency_key = p.idempotency_key)

@@ -16,8 +16,8 @@ SELECT true AS taken,
        last_error, created_at, started_at, finished_at, updated_at,
        requires, prefers, attempted_at, trace_parent,
        schedule, scheduled_for, timeout, deadline, rerun, previous_state, previous_result, callback_url,
-       CASE WHEN workflow_id IS NOT NULL OR wait_for IS NOT NULL THEN json_build_array(
-           workflow_id, workflow_ref, run_on, wait_for, dependencies, pending, canceled_by) END
+       CASE WHEN workflow_id IS NOT NULL OR wait_for IS NOT NULL OR parent_id IS NOT NULL THEN json_build_array(
+           workflow_id, workflow_ref, run_on, wait_for, dependencies, pending, canceled_by, parent_id, child_key) END
 FROM taken
 UNION ALL
 -- The statement's snapshot still shows the row as it was; it is read only
@@ -32,7 +32,7 @@ SELECT false,
        last_error, created_at, started_at, finished_at, updated_at,
        requires, prefers, attempted_at, trace_parent,
        schedule, scheduled_for, timeout, deadline, rerun, previous_state, previous_result, callback_url,
-       CASE WHEN workflow_id IS NOT NULL OR wait_for IS NOT NULL THEN json_build_array(
-           workflow_id, workflow_ref, run_on, wait_for, dependencies, pending, canceled_by) END
+       CASE WHEN workflow_id IS NOT NULL OR wait_for IS NOT NULL OR parent_id IS NOT NULL THEN json_build_array(
+           workflow_id, workflow_ref, run_on, wait_for, dependencies, pending, canceled_by, parent_id, child_key) END
 FROM jobd_jobs
 WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM taken);

@@ -10,7 +10,7 @@
 -- row implied. The last column is the transaction's time, which the
 -- decision uses.
 SELECT id, lease_token, queue, attempt, max_attempts, cancel_requested,
-       coalesce(lease_owner, ''), attempted_at, workflow_id, coalesce(workflow_ref, ''),
+       coalesce(lease_owner, ''), attempted_at, workflow_id, coalesce(workflow_ref, ''), parent_id,
        coalesce($1::timestamptz, now())
 FROM jobd_jobs
 WHERE state = 'running' AND lease_expires_at <= coalesce($1::timestamptz, now())

@@ -17,7 +17,7 @@
 -- the table's statistics, never a walk of it (see claim.sql;
 -- TestPlansAreStable).
 SELECT j.id, j.lease_token, j.queue, j.attempt, j.max_attempts, j.cancel_requested,
-       coalesce(j.lease_owner, ''), j.attempted_at, j.workflow_id, coalesce(j.workflow_ref, ''),
+       coalesce(j.lease_owner, ''), j.attempted_at, j.workflow_id, coalesce(j.workflow_ref, ''), j.parent_id,
        coalesce($1::timestamptz, now())
 FROM unnest($2::uuid[], $3::uuid[]) AS o(id, token)
 JOIN jobd_jobs j ON j.id = ANY (ARRAY[o.id])

@@ -10,7 +10,7 @@
 -- when the deadline came from its queue's default), then the
 -- transaction's time.
 SELECT id, lease_token, queue, attempt, max_attempts, cancel_requested,
-       coalesce(lease_owner, ''), attempted_at, workflow_id, coalesce(workflow_ref, ''), timeout,
+       coalesce(lease_owner, ''), attempted_at, workflow_id, coalesce(workflow_ref, ''), parent_id, timeout,
        coalesce($1::timestamptz, now())
 FROM jobd_jobs
 WHERE state = 'running' AND lease_expires_at <= coalesce($1::timestamptz, now())

@@ -39,7 +39,9 @@ WHERE jobd_jobs.id IN (SELECT value ->> 'id' FROM json_each(:batch))
   AND jobd_jobs.lease_token = b.v_token
   AND (coalesce(b.v_owner, '') = '' OR jobd_jobs.lease_owner = b.v_owner)
   AND (jobd_jobs.deadline IS NULL OR jobd_jobs.deadline > :now)
-  -- A workflow task's end has its workflow step: the general path's, in
-  -- the same transaction. A job outside any workflow pays this one test.
+  -- A workflow task's end has its workflow step, and a child's end its
+  -- parent's: the general path's, in the same transaction. Any other job
+  -- pays these two tests.
   AND jobd_jobs.workflow_id IS NULL
+  AND jobd_jobs.parent_id IS NULL
 RETURNING id, callback_url IS NOT NULL AS callback, queue

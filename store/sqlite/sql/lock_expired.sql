@@ -7,7 +7,7 @@
 -- The lease owner and attempted_at are the facts from which the decision
 -- stores the claim the row implied.
 SELECT id, lease_token, queue, attempt, max_attempts, cancel_requested,
-       coalesce(lease_owner, ''), attempted_at, coalesce(workflow_id, ''), coalesce(workflow_ref, '')
+       coalesce(lease_owner, ''), attempted_at, coalesce(workflow_id, ''), coalesce(workflow_ref, ''), coalesce(parent_id, '')
 FROM jobd_jobs
 WHERE state = 'running' AND lease_expires_at <= :now
   AND (deadline IS NULL OR deadline > :now)

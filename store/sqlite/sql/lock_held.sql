@@ -8,7 +8,7 @@
 -- CROSS JOIN keeps the batch the outer loop: each job is found by primary
 -- key.
 SELECT j.id, j.lease_token, j.queue, j.attempt, j.max_attempts, j.cancel_requested,
-       coalesce(j.lease_owner, ''), j.attempted_at, coalesce(j.workflow_id, ''), coalesce(j.workflow_ref, '')
+       coalesce(j.lease_owner, ''), j.attempted_at, coalesce(j.workflow_id, ''), coalesce(j.workflow_ref, ''), coalesce(j.parent_id, '')
 FROM json_each(:leases) AS l
 CROSS JOIN jobd_jobs AS j
 WHERE j.id = l.value ->> 'id'

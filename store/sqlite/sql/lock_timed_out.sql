@@ -6,7 +6,7 @@
 -- lock_expired.sql's, then the job's own timeout (NULL when the deadline
 -- came from its queue's default).
 SELECT id, lease_token, queue, attempt, max_attempts, cancel_requested,
-       coalesce(lease_owner, ''), attempted_at, coalesce(workflow_id, ''), coalesce(workflow_ref, ''), timeout_us
+       coalesce(lease_owner, ''), attempted_at, coalesce(workflow_id, ''), coalesce(workflow_ref, ''), coalesce(parent_id, ''), timeout_us
 FROM jobd_jobs
 WHERE state = 'running' AND lease_expires_at <= :now
   AND deadline <= :now

@@ -1,0 +1,6 @@
+-- Keeps a signal sent to a job (JobSignal): a second one of a name
+-- replaces the first, kept again until a wait delivers it.
+INSERT INTO jobd_signals (job_id, name, payload, sent_at, delivered_at)
+VALUES (:id, :name, :payload, :now, NULL)
+ON CONFLICT (job_id, name) DO UPDATE
+SET payload = excluded.payload, sent_at = excluded.sent_at, delivered_at = NULL
