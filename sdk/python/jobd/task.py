@@ -46,10 +46,12 @@ class _BaseTask:
 
     @property
     def kind(self) -> str:
+        """The job's kind."""
         return self.job.kind
 
     @property
     def queue(self) -> str:
+        """The job's queue."""
         return self.job.queue
 
     @property
