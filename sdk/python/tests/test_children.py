@@ -3,7 +3,8 @@ parent fans out to children and sums their results on its resumption
 (each child run once, the parent's slot free while it waits); a job
 waiting for a signal is woken by Client.signal with its payload, or by
 its timeout; a signal sent before the wait is kept (AsyncClient.signal);
-a sleep ends on its own."""
+a sleep ends on its own; a refused spawn names the child's field and
+spawns nothing."""
 
 from __future__ import annotations
 
@@ -201,3 +202,26 @@ def test_wait_arguments() -> None:
     with pytest.raises(jobd.Wait) as e:
         t.wait_for_signal("x", timeout=90)
     assert e.value.body == {"for": "signal", "signal": "x", "timeout": "90s"}
+
+
+def test_spawn_refused(server: Server, queue: str, start_worker: Callable[..., WorkerThread]) -> None:
+    # A spawn the server refuses raises its ValidationError, naming the
+    # child's field, and spawns none of the children.
+    h = jobd.Handlers()
+
+    @h.handler("parent")
+    async def parent(task: jobd.Task) -> Any:
+        try:
+            await task.spawn([jobd.Child("ok", jobd.JobSpec("c", queue=queue + "-kids")),
+                              {"key": "bad", "kind": "c", "queue": queue + "-kids", "idempotency_key": "k"}])
+        except jobd.ValidationError as e:
+            return e.field
+        return "spawned"
+
+    with server.client() as c:
+        pid = c.submit("parent", {}, queue=queue).id
+        wt = start_worker(_worker(server, queue, h))
+        f = poll(job_state(c, pid, "succeeded", "failed"), "the parent")
+        wt.stop()
+        assert (f.state, f.result) == ("succeeded", "children[1].idempotency_key")
+        assert c.count(queue=queue + "-kids") == 0
