@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/engine"
+	"github.com/jobd/jobd/internal/testsignal"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -167,7 +168,10 @@ func TestSignalWaitTimesOut(t *testing.T) {
 
 // TestWaitingParentsHoldNoSlot: 1 000 parents each spawn a child and
 // wait for it, with a pool of 4: the children still run (a waiting job
-// holds no slot), and every parent ends.
+// holds no slot), and every parent ends. The children go first
+// (priority 1): were a waiting parent to hold its slot, the first four
+// parents would hold the pool and no child would ever run; and each
+// parent can end soon after it waits.
 func TestWaitingParentsHoldNoSlot(t *testing.T) {
 	if testing.Short() {
 		t.Skip("1 000 parents and their children")
@@ -177,7 +181,9 @@ func TestWaitingParentsHoldNoSlot(t *testing.T) {
 		engine.Register(e, "child", func(ctx context.Context, j *engine.Job[num]) (int, error) { return j.Args.N, nil })
 		engine.Register(e, "parent", func(ctx context.Context, j *engine.Job[num]) (int, error) {
 			if j.Resume == nil || len(j.Resume.Children) == 0 {
-				if _, err := engine.Spawn(ctx, job.ChildParams{Key: "only", InsertParams: job.InsertParams{Kind: "child", Args: engine.Args(j.Args)}}); err != nil {
+				first := 1
+				child := job.InsertParams{Kind: "child", Args: engine.Args(j.Args), Priority: &first}
+				if _, err := engine.Spawn(ctx, job.ChildParams{Key: "only", InsertParams: child}); err != nil {
 					return 0, err
 				}
 				return 0, engine.WaitForChildren(ctx)
@@ -195,9 +201,40 @@ func TestWaitingParentsHoldNoSlot(t *testing.T) {
 			t.Fatal(err)
 		}
 		start(t, e)
+		// The whole run is 3 000 executions and 1 000 waits on a pool of
+		// 4, and a woken parent queues behind the parents not yet started
+		// (its run_at is its wake-up): longer under -race on a loaded
+		// machine than one wait's budget. The test fails on a stall —
+		// the queue's depth and the parents' states unchanged for
+		// testsignal.Timeout — not on the run's length.
+		progress, depth := time.Now(), store.QueueDepth{Available: -1}
 		for i, r := range res {
-			if done := waitState(t, s, r.Job.ID, job.StateSucceeded); string(done.Result) != fmt.Sprint(i) {
-				t.Fatalf("parent %d: result %s", i, done.Result)
+			for {
+				j, err := s.JobGet(context.Background(), r.Job.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d, err := s.QueueDepth(context.Background(), r.Job.Queue)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d != depth {
+					progress, depth = time.Now(), d
+				}
+				if j.State == job.StateSucceeded {
+					if string(j.Result) != fmt.Sprint(i) {
+						t.Fatalf("parent %d: result %s", i, j.Result)
+					}
+					progress = time.Now()
+					break
+				}
+				if j.State.Final() {
+					t.Fatalf("parent %d ended %s: %s", i, j.State, j.LastError)
+				}
+				if time.Since(progress) > testsignal.Timeout {
+					t.Fatalf("nothing moved for %s; parent %d is %s, the queue %+v", testsignal.Timeout, i, j.State, d)
+				}
+				time.Sleep(20 * time.Millisecond)
 			}
 		}
 	})
