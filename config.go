@@ -98,6 +98,9 @@ type Config struct {
 	// long-polling claims share its wake-ups). The pools of jobd's own
 	// services — the gateway, the processes, the webhook deliveries — are
 	// added when those are configured, unless Queues names their queues.
+	// Its durable limits (MaxSteps, MaxStepResultBytes, MaxChildren:
+	// jobd serve --max-steps, --max-step-result-bytes, --max-children)
+	// bound the remote workers' steps and children too.
 	Engine engine.Config
 	// MaxArgsBytes limits a job's args (submissions, schedule templates,
 	// gateway requests); default job.DefaultMaxArgsBytes.

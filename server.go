@@ -187,8 +187,12 @@ func (s *Server) build(ctx context.Context, secrets *redact.Secrets) error {
 	if err != nil {
 		return invalidErr(err)
 	}
+	// The remote workers' steps and children are held to the engine's
+	// limits (Engine.MaxSteps, MaxStepResultBytes, MaxChildren): a job
+	// has the same limits whichever worker runs it.
 	workers, err := remote.New(remote.Config{Store: s.store, Policy: eng, PreferWindow: ecfg.PreferWindow,
-		Logger: s.log, Jobs: metrics, Tracer: c.Tracer})
+		Logger: s.log, Jobs: metrics, Tracer: c.Tracer,
+		MaxSteps: ecfg.MaxSteps, MaxStepResultBytes: ecfg.MaxStepResultBytes, MaxChildren: ecfg.MaxChildren})
 	if err != nil {
 		return invalidErr(err)
 	}

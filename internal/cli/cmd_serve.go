@@ -33,6 +33,7 @@ type serveFlags struct {
 	workerOffline, preferWindow, workerRetry     time.Duration
 	maxBody, maxArgs                             int
 	workflowMaxTasks                             int
+	maxSteps, maxStepResult, maxChildren         int
 
 	// The async gateway's.
 	upstreams, upstreamTimeouts listFlag
@@ -93,6 +94,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxBody, "max-body", 1<<20, "request body limit in bytes")
 	fs.IntVar(&f.maxArgs, "max-args", 1<<20, "job args limit in bytes")
 	fs.IntVar(&f.workflowMaxTasks, "workflow-max-tasks", job.DefaultWorkflowMaxTasks, "the most tasks a workflow may hold (POST /api/v1/workflows)")
+	fs.IntVar(&f.maxSteps, "max-steps", job.DefaultMaxSteps, "the most steps a job may record (docs/steps-and-children.md)")
+	fs.IntVar(&f.maxStepResult, "max-step-result-bytes", job.DefaultMaxStepResult, "the largest result one step may record, in bytes of JSON")
+	fs.IntVar(&f.maxChildren, "max-children", job.DefaultMaxChildren, "the most children a job may spawn")
 	fs.DurationVar(&f.workerOffline, "worker-offline-after", jobd.DefaultWorkerOfflineAfter, "remote workers without a heartbeat this long are marked offline (env JOBD_WORKER_OFFLINE_AFTER)")
 	fs.DurationVar(&f.preferWindow, "prefer-window", d.PreferWindow, "how long a job's prefers hold it back from workers without them")
 	fs.DurationVar(&f.workerRetry, "worker-retry-delay", 0, "deprecated and ignored: a job a remote worker fails as retryable waits its queue's backoff (see --workers)")
@@ -210,6 +214,7 @@ func (f *serveFlags) config(env *Env) (jobd.Config, error) {
 			Queues: queues, Node: f.node, PreferWindow: f.preferWindow,
 			HeartbeatInterval: f.heartbeat, PollInterval: f.poll, ReaperInterval: f.reaper,
 			ProgressInterval: f.progress, Retention: f.retention, ShutdownTimeout: f.shutdownTimeout, AbandonGrace: f.abandonGrace,
+			MaxSteps: f.maxSteps, MaxStepResultBytes: f.maxStepResult, MaxChildren: f.maxChildren,
 		},
 		MaxArgsBytes: f.maxArgs, WorkflowMaxTasks: f.workflowMaxTasks,
 		HTTP: jobd.HTTPConfig{
@@ -252,6 +257,7 @@ func (f *serveFlags) positive() error {
 		{"--max-streams", int64(f.http.maxStreams)}, {"--max-streams-per-key", int64(f.http.maxStreamsPerKey)},
 		{"--async-max-pending", int64(f.asyncMaxPending)}, {"--async-max-response", f.asyncMaxResponse},
 		{"--webhook-max-attempts", int64(f.hooks.maxAttempts)}, {"--alert-failures", int64(f.hooks.failureCount)},
+		{"--max-steps", int64(f.maxSteps)}, {"--max-step-result-bytes", int64(f.maxStepResult)}, {"--max-children", int64(f.maxChildren)},
 	} {
 		if n.v <= 0 {
 			return usageError("%s must be positive", n.flag)

@@ -7,7 +7,7 @@ repository for the guide.
 
 from .aclient import AsyncClient, AsyncJobStream
 from .client import Client, JobStream
-from .task import SyncTask, Task
+from .task import ChildError, SyncTask, Task
 from .worker import Worker, WorkerStats
 from .errors import (
     APIError,
@@ -41,9 +41,23 @@ from .errors import (
     WrongStateError,
     is_retryable,
 )
-from .failures import Cancelled, Permanent, RetryAfter, Throttle
+from .failures import Cancelled, Permanent, RetryAfter, Throttle, Wait
 from .handlers import Handlers, QueueConfig, default_handlers, handler
-from .models import ClaimedJob, Event, Input, Job, JobPage, JobSpec, LeaseState, Progress, SubmitResult, WorkerCreated
+from .models import (
+    Child,
+    ClaimedJob,
+    Event,
+    Input,
+    Job,
+    JobPage,
+    JobSpec,
+    LeaseState,
+    Progress,
+    SignalResult,
+    SpawnedChild,
+    SubmitResult,
+    WorkerCreated,
+)
 from .workflows import (
     InputError,
     TaskRef,
@@ -72,6 +86,11 @@ __all__ = [
     "RetryAfter",
     "Throttle",
     "Cancelled",
+    "Wait",
+    "Child",
+    "ChildError",
+    "SpawnedChild",
+    "SignalResult",
     "AsyncClient",
     "AsyncJobStream",
     "JobStream",

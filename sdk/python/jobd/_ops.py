@@ -23,6 +23,8 @@ from .models import (
     JobPage,
     JobSpec,
     LeaseState,
+    SignalResult,
+    SpawnedChild,
     SubmitResult,
     WorkerCreated,
     format_duration,
@@ -342,6 +344,33 @@ def step(job_id: str, token: str, name: str, result: Any, started_at: str = "") 
         Request("POST", _wpath(job_id, "steps"), body=_enc(body), idempotent=True),
         lambda r: ((_json(r) or {}).get("step") or {}).get("result"),
     )
+
+
+def spawn(job_id: str, token: str, children: Sequence[Mapping[str, Any]]) -> Op[List[SpawnedChild]]:
+    """Spawns children of a claimed job (POST
+    /api/v1/worker/jobs/{id}/children), each ``{"key", …a submission}``:
+    all or none, idempotent per key (so the transport may send it again)."""
+    body = {"lease_token": token, "children": list(children)}
+
+    def decode(resp: Response) -> List[SpawnedChild]:
+        return [SpawnedChild.from_json(c) for c in (_json(resp) or {}).get("children") or []]
+
+    return Op(Request("POST", _wpath(job_id, "children"), body=_enc(body), idempotent=True), decode)
+
+
+def signal(job_id: str, name: str, payload: Any = None) -> Op[SignalResult]:
+    """Sends the signal ``name`` to a job (POST /api/v1/jobs/{id}/signal).
+    Not replayed by the transport: a signal sent twice may be kept for a
+    later wait."""
+    body: Dict[str, Any] = {"name": name}
+    if payload is not None:
+        body["payload"] = payload
+
+    def decode(resp: Response) -> SignalResult:
+        d = _json(resp) or {}
+        return SignalResult(delivered=bool(d.get("delivered")), job=Job.from_json(d.get("job") or {}))
+
+    return Op(Request("POST", "/api/v1/jobs/%s/signal" % _seg(job_id), body=_enc(body), idempotent=False), decode)
 
 
 def _state(resp: Response) -> str:

@@ -1,4 +1,5 @@
-"""The worker's outcome sender: complete, fail and release.
+"""The worker's outcome sender: complete, fail and release, and the
+waits that end an attempt in their place.
 
 Outcomes are queued by the handlers' completions and sent off the
 handlers' path: a slot is free for the next claim as soon as its handler
@@ -14,6 +15,10 @@ routes ``complete``, ``fail`` and ``release``, from then on.
 An outcome that got no answer (the connection broke) is sent again with
 the same lease token until ``max(lease_ttl, 30 s)`` has passed: a server
 with idempotent outcomes answers the repeat as it answered the first.
+
+A wait (action ``wait``: ``POST /api/v1/worker/jobs/{id}/wait``, which
+the batch route does not take) is always sent on its own route, with the
+same care: its lease is kept in the heartbeats until the server answers.
 """
 
 from __future__ import annotations
@@ -77,8 +82,8 @@ class Outcomes:
         self.batch_route: Optional[bool] = None
 
     def put(self, job: ClaimedJob, action: str, body: Dict[str, Any], tag: Any) -> None:
-        """Queues an outcome: action complete, fail or release; ``tag`` is
-        handed back with its answer."""
+        """Queues an outcome: action complete, fail, release or wait;
+        ``tag`` is handed back with its answer."""
         body = dict(body)
         for k in ("retry_after", "throttle"):
             if body.get(k) is not None:
@@ -86,6 +91,9 @@ class Outcomes:
         if "error" in body:
             body["error"] = _ops.storable(str(body["error"]))
         self._pending[job.id] = job.lease_token
+        if action == "wait":
+            self._spawn(self._send_one(_Item(job, action, body, tag)))
+            return
         self._queue(_Item(job, action, body, tag))
 
     def _queue(self, it: _Item) -> None:
@@ -199,7 +207,7 @@ class Outcomes:
 
     def _requeue(self, it: _Item) -> None:
         self._resends -= 1
-        if self.batch_route is False:
+        if self.batch_route is False or it.action == "wait":
             self._spawn(self._send_one(it))
         else:
             self._queue(it)

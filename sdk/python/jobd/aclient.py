@@ -15,7 +15,7 @@ from ._http import AsyncTransport, Endpoint, _within
 from ._sse import LONG_POLL, MAX_STREAM_FAILURES, STREAM_IDLE, StreamState, StreamUnavailable
 from .client import DEFAULT_RETRY_503, spec_of
 from .errors import APIError, MethodNotAllowedError, NotFoundError, TransportError, UnavailableError, error_from_answer, is_retryable
-from .models import ClaimedJob, Duration, Event, Job, JobPage, JobSpec, LeaseState, SubmitResult, WorkerCreated
+from .models import ClaimedJob, Duration, Event, Job, JobPage, JobSpec, LeaseState, SignalResult, SubmitResult, WorkerCreated
 from .workflows import TaskSpec, Workflow, WorkflowBuilder, WorkflowPage, changed
 
 __all__ = ["AsyncClient", "AsyncJobStream"]
@@ -165,6 +165,10 @@ class AsyncClient:
     async def cancel(self, job_id: str) -> Job:
         """See :meth:`jobd.Client.cancel`."""
         return await self.call(_ops.action(job_id, "cancel"))
+
+    async def signal(self, job_id: str, name: str, payload: Any = None) -> SignalResult:
+        """See :meth:`jobd.Client.signal`."""
+        return await self.call(_ops.signal(job_id, name, payload))
 
     async def retry(self, job_id: str) -> Job:
         """See :meth:`jobd.Client.retry`."""

@@ -12,7 +12,7 @@ from . import _workflow_ops as _wops
 from ._http import Endpoint, SyncTransport
 from ._sse import LONG_POLL, MAX_STREAM_FAILURES, STREAM_IDLE, StreamState, StreamUnavailable
 from .errors import APIError, MethodNotAllowedError, NotFoundError, TransportError, UnavailableError, error_from_answer, is_retryable
-from .models import ClaimedJob, Duration, Event, Job, JobPage, JobSpec, LeaseState, SubmitResult, WorkerCreated
+from .models import ClaimedJob, Duration, Event, Job, JobPage, JobSpec, LeaseState, SignalResult, SubmitResult, WorkerCreated
 from .workflows import TaskSpec, Workflow, WorkflowBuilder, WorkflowPage, changed
 
 __all__ = ["Client", "JobStream", "spec_of"]
@@ -199,6 +199,15 @@ class Client:
         worker next hears of it (``cancel_requested``). A final job raises
         :class:`~jobd.errors.WrongStateError`."""
         return self.call(_ops.action(job_id, "cancel"))
+
+    def signal(self, job_id: str, name: str, payload: Any = None) -> SignalResult:
+        """Sends the signal ``name``, with ``payload`` (any JSON), to a job
+        (scope ``cancel``: whoever may cancel the job). A job waiting for it
+        (:meth:`jobd.Task.wait_for_signal`) is queued again, and reads it in
+        :attr:`jobd.Task.signal`; otherwise it is kept for the job's next
+        wait of that name (``delivered`` False). A final job raises
+        :class:`~jobd.errors.WrongStateError`."""
+        return self.call(_ops.signal(job_id, name, payload))
 
     def retry(self, job_id: str) -> Job:
         """Puts a failed or canceled job back to queued."""

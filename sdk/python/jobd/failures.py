@@ -17,6 +17,12 @@ Permanent("…") from err``), to choose otherwise:
 
 A job whose cancel was requested ends ``canceled`` whatever its handler
 raises.
+
+:class:`Wait` is not a failure: :meth:`jobd.Task.wait_for_children`,
+:meth:`~jobd.Task.wait_for_signal` and :meth:`~jobd.Task.sleep_until`
+raise it to end the attempt waiting (docs/steps-and-children.md). A
+handler that catches ``Exception`` must let it through (``except
+jobd.Wait: raise``).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from typing import Any, Dict, Optional
 
 from .models import Duration, seconds
 
-__all__ = ["Permanent", "RetryAfter", "Throttle", "Cancelled", "MAX_THROTTLE", "failure_body"]
+__all__ = ["Permanent", "RetryAfter", "Throttle", "Cancelled", "Wait", "MAX_THROTTLE", "failure_body"]
 
 #: The longest throttle the server accepts, in seconds (24 h).
 MAX_THROTTLE = 24 * 3600.0
@@ -62,6 +68,20 @@ class Cancelled(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__("jobd: job stopped: " + reason)
         self.reason = reason
+
+
+class Wait(Exception):
+    """Ends the attempt waiting instead of with an outcome: the worker
+    sends ``POST /api/v1/worker/jobs/{id}/wait`` with :attr:`body` and
+    frees the handler's slot; the job is claimed again, as the same job
+    under the same attempt, once what it waits for came. Raised by the
+    task's waits (:meth:`jobd.Task.wait_for_children`, …), not built by
+    hand."""
+
+    def __init__(self, body: Dict[str, Any]) -> None:
+        super().__init__("jobd: the attempt ends waiting: %s" % (body,))
+        #: The wait's request body, less the lease token.
+        self.body = body
 
 
 def _chain(exc: BaseException) -> Any:

@@ -426,6 +426,48 @@ class JobSpec:
 
 
 @dataclass
+class Child:
+    """A child for :meth:`jobd.Task.spawn`: its ``key``, unique per parent
+    (spawning is idempotent per key), and its submission. A child has no
+    ``idempotency_key`` nor ``unique`` rule of its own: its key is both."""
+
+    key: str
+    spec: JobSpec
+
+    def to_json(self) -> Dict[str, Any]:
+        """The child as the spawn's request carries it."""
+        out: Dict[str, Any] = {"key": self.key}
+        out.update(self.spec.to_json())
+        return out
+
+
+@dataclass
+class SpawnedChild:
+    """A spawn's answer for one child, in the order of the request: its
+    key, id and state; ``created`` is ``False`` when the parent had a child
+    of that key already (spawned by an earlier attempt), which it is."""
+
+    key: str
+    id: str
+    state: str
+    created: bool
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "SpawnedChild":
+        return cls(key=_str(d.get("key")), id=_str(d.get("id")), state=_str(d.get("state")), created=bool(d.get("created")))
+
+
+@dataclass
+class SignalResult:
+    """The answer of a signal: ``delivered`` when the job was waiting for
+    it (it is queued again), ``False`` when it is kept for the job's next
+    wait of that name; and the job as it is now."""
+
+    delivered: bool
+    job: Job
+
+
+@dataclass
 class SubmitResult:
     """The answer for one job of a batch submit: the job (``job.created``
     says whether it is new) or the error that refused it."""

@@ -8,16 +8,26 @@ import asyncio
 import datetime as _dt
 import inspect
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, NoReturn, Optional, Sequence, TypeVar, Union, overload
 
-from .failures import Cancelled
-from .models import ClaimedJob, Input
+from .client import spec_of
+from .errors import JobdError
+from .failures import Cancelled, Wait
+from .models import Child, ClaimedJob, Duration, Input, JobSpec, SpawnedChild, format_duration, format_time, seconds
 from .workflows import input_result
 
 if TYPE_CHECKING:  # pragma: no cover
     from .worker import Worker, _Run
 
-__all__ = ["Task", "SyncTask"]
+__all__ = ["Task", "SyncTask", "ChildError", "MAX_SIGNAL_TIMEOUT"]
+
+#: The longest timeout of a signal wait the server accepts, in seconds
+#: (366 days).
+MAX_SIGNAL_TIMEOUT = 366 * 24 * 3600.0
+
+#: A child for spawn: a :class:`~jobd.Child`, or a dict of its key and
+#: the members of a :class:`~jobd.JobSpec`.
+ChildLike = Union[Child, Mapping[str, Any]]
 
 T = TypeVar("T")
 
@@ -36,10 +46,12 @@ class _BaseTask:
 
     @property
     def kind(self) -> str:
+        """The job's kind."""
         return self.job.kind
 
     @property
     def queue(self) -> str:
+        """The job's queue."""
         return self.job.queue
 
     @property
@@ -100,6 +112,59 @@ class _BaseTask:
         "payload", "timed_out"}``); ``None`` for none."""
         return self.job.signal
 
+    @overload
+    def child(self, key: str) -> Any: ...
+
+    @overload
+    def child(self, key: str, into: Callable[[Any], T]) -> T: ...
+
+    def child(self, key: str, into: Optional[Callable[[Any], Any]] = None) -> Any:
+        """Returns the result of the child ``key`` (any JSON), passed
+        through ``into`` when given, on the claim that resumes the job
+        after :meth:`wait_for_children`. Raises :class:`ChildError` when
+        the job has no such child, or when it did not succeed (its
+        ``state`` and ``error``)."""
+        c = self.job.children.get(key)
+        if not isinstance(c, Mapping):
+            raise ChildError("jobd: job %s has no child %r" % (self.job.id, key), key)
+        state, error = str(c.get("state") or ""), str(c.get("error") or "")
+        if state != "succeeded":
+            msg = "jobd: child %r is %s" % (key, state or "not final")
+            raise ChildError(msg + (": " + error if error else ""), key, state, error)
+        v = c.get("result")
+        return into(v) if into is not None else v
+
+    def wait_for_children(self) -> NoReturn:
+        """Ends the attempt until every child the job spawned is final
+        (:class:`jobd.Wait`): the worker frees the slot, and the job is
+        claimed again, the same attempt, with :attr:`children`. When every
+        child is final already, it is queued again at once."""
+        raise Wait({"for": "children"})
+
+    def wait_for_signal(self, name: str, timeout: Optional[Duration] = None) -> NoReturn:
+        """Ends the attempt until the signal ``name`` is sent to the job
+        (:meth:`jobd.Client.signal`), or ``timeout`` (seconds or a
+        timedelta; ``None``: none) passes. The claim that resumes the job
+        carries :attr:`signal`: ``{"name", "payload"}``, or ``{"name",
+        "timed_out": True}`` after the timeout. A signal sent before the
+        wait was kept: the job is queued again at once."""
+        if not isinstance(name, str) or not name:
+            raise ValueError("jobd: wait_for_signal needs a signal name")
+        body: Dict[str, Any] = {"for": "signal", "signal": name}
+        if timeout is not None:
+            t = seconds(timeout)
+            if not 0 < t <= MAX_SIGNAL_TIMEOUT:
+                raise ValueError("jobd: a signal wait's timeout must be over 0 and at most 366 days (None: no timeout), got %r" % (timeout,))
+            body["timeout"] = format_duration(t)
+        raise Wait(body)
+
+    def sleep_until(self, when: _dt.datetime) -> NoReturn:
+        """Ends the attempt until ``when`` (a naive datetime is UTC): the
+        job is queued again then, holding no slot meanwhile."""
+        if not isinstance(when, _dt.datetime):
+            raise TypeError("jobd: sleep_until takes a datetime, got %r" % (when,))
+        raise Wait({"until": format_time(when)})
+
     @property
     def stop_reason(self) -> Optional[str]:
         """Why the job is to stop: ``"canceled"`` (its cancel was
@@ -150,6 +215,27 @@ class Task(_BaseTask):
             value = await value
         return await self._worker._step(self._run, name, value, started)
 
+    @overload
+    async def spawn(self, key: str, kind: Union[str, JobSpec, Mapping[str, Any]],
+                    args: Optional[Mapping[str, Any]] = None, **options: Any) -> SpawnedChild: ...
+
+    @overload
+    async def spawn(self, key: Sequence[ChildLike]) -> List[SpawnedChild]: ...
+
+    async def spawn(self, key: Union[str, Sequence[ChildLike]], kind: Union[str, JobSpec, Mapping[str, Any], None] = None,
+                    args: Optional[Mapping[str, Any]] = None, **options: Any) -> Any:
+        """Spawns a child of the job: ``spawn(key, kind, args, **options)``
+        (``options``: the members of :class:`~jobd.JobSpec`) returns its
+        :class:`~jobd.SpawnedChild`; ``spawn([children])`` (each a
+        :class:`~jobd.Child` or a dict of ``key`` and a submission's
+        members) spawns them in one transaction, all or none, and returns
+        one answer each, in order. Spawning is idempotent per key: an
+        attempt that spawns a key spawned before gets that child
+        (``created`` False). Then :meth:`wait_for_children`."""
+        wire, single = _children(key, kind, args, options)
+        got = await self._worker._spawn(self._run, wire)
+        return got[0] if single else got
+
 
 class SyncTask(_BaseTask):
     """A claimed job handed to a blocking handler, which runs in the
@@ -194,6 +280,59 @@ class SyncTask(_BaseTask):
         value = fn()
         fut = asyncio.run_coroutine_threadsafe(self._worker._step(self._run, name, value, started), self._loop)
         return fut.result()
+
+    @overload
+    def spawn(self, key: str, kind: Union[str, JobSpec, Mapping[str, Any]],
+              args: Optional[Mapping[str, Any]] = None, **options: Any) -> SpawnedChild: ...
+
+    @overload
+    def spawn(self, key: Sequence[ChildLike]) -> List[SpawnedChild]: ...
+
+    def spawn(self, key: Union[str, Sequence[ChildLike]], kind: Union[str, JobSpec, Mapping[str, Any], None] = None,
+              args: Optional[Mapping[str, Any]] = None, **options: Any) -> Any:
+        """Spawns children from this thread, as :meth:`Task.spawn` does."""
+        wire, single = _children(key, kind, args, options)
+        got = asyncio.run_coroutine_threadsafe(self._worker._spawn(self._run, wire), self._loop).result()
+        return got[0] if single else got
+
+
+class ChildError(JobdError):
+    """A resumed job's child could not be read (:meth:`Task.child`): the
+    job has no child ``key``, or it did not succeed (``state`` and
+    ``error`` say how it ended)."""
+
+    def __init__(self, msg: str, key: str, state: str = "", error: str = "") -> None:
+        super().__init__(msg)
+        self.key = key
+        self.state = state
+        self.error = error
+
+
+def _children(key: Union[str, Sequence[ChildLike]], kind: Union[str, JobSpec, Mapping[str, Any], None],
+              args: Optional[Mapping[str, Any]], options: Mapping[str, Any]) -> "tuple[List[Dict[str, Any]], bool]":
+    """The wire form of spawn's arguments, and whether it spawns one child
+    (answered as one)."""
+    if isinstance(key, str):
+        if kind is None:
+            raise TypeError("jobd: spawn(key, kind, args, **options) needs a kind")
+        return [Child(key, spec_of(kind, args, **options)).to_json()], True
+    if kind is not None or args is not None or options:
+        raise TypeError("jobd: spawn(children) takes the children alone")
+    out: List[Dict[str, Any]] = []
+    for c in key:
+        if isinstance(c, Child):
+            out.append(c.to_json())
+        elif isinstance(c, Mapping):
+            d = dict(c)
+            k = d.pop("key", None)
+            if not isinstance(k, str):
+                raise TypeError("jobd: a child needs a key: %r" % (c,))
+            out.append(Child(k, spec_of(d)).to_json())
+        else:
+            raise TypeError("jobd: a child is a jobd.Child or a dict, got %r" % (c,))
+    if not out:
+        raise ValueError("jobd: spawn needs at least one child")
+    return out, False
 
 
 def _now() -> str:

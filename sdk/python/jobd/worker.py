@@ -25,9 +25,9 @@ from typing import Any, Dict, List, Optional, Set, Union
 from . import _ops
 from .aclient import AsyncClient
 from .errors import ConflictError, ForbiddenError, JobdError, UnauthorizedError
-from .failures import describe, failure_body
+from .failures import Wait, describe, failure_body
 from .handlers import Handler, Handlers, QueueConfig, QueuesSpec, parse_queues
-from .models import ClaimedJob, LeaseState
+from .models import ClaimedJob, LeaseState, SpawnedChild
 from ._outcomes import Outcomes
 from .task import SyncTask, Task
 
@@ -51,6 +51,8 @@ class WorkerStats:
     succeeded: int = 0
     failed: int = 0
     released: int = 0
+    #: attempts that ended waiting (children, a signal, a time)
+    waited: int = 0
     #: outcomes dropped because the lease was lost or the deadline passed
     dropped: int = 0
     #: outcomes sent again after a request that got no answer
@@ -417,6 +419,8 @@ class Worker:
             except (TypeError, ValueError) as e:
                 return "fail", {"error": "encode result: %s" % e, "retryable": False}
             return "complete", body
+        if isinstance(exc, Wait) and r.cause is None:
+            return "wait", dict(exc.body)
         if r.cause == "timed-out":
             log.warning("jobd worker: job %s passed its deadline; the server ends the attempt", jid)
             return "", {}
@@ -444,6 +448,8 @@ class Worker:
             self.stats.succeeded += 1
         elif action == "fail":
             self.stats.failed += 1
+        elif action == "wait":
+            self.stats.waited += 1
         else:
             self.stats.released += 1
 
@@ -477,6 +483,15 @@ class Worker:
             raise
         r.job.steps[name] = kept
         return kept
+
+    async def _spawn(self, r: _Run, children: List[Dict[str, Any]]) -> List[SpawnedChild]:
+        assert self._client is not None
+        try:
+            got: List[SpawnedChild] = await self._client.call(_ops.spawn(r.job.id, r.job.lease_token, children))
+        except JobdError as e:
+            self._lost(r, e)
+            raise
+        return got
 
     def _lost(self, r: _Run, e: JobdError) -> None:
         if isinstance(e, ConflictError):

@@ -73,8 +73,16 @@ def _sig(name: str, fn: Any) -> str:
 
 
 def _members(cls: type) -> List[str]:
+    """The public members of cls, and those it inherits from private
+    bases (Task's and SyncTask's from _BaseTask), after its own."""
     out = []
-    for name, member in cls.__dict__.items():
+    seen = set()
+    own = [cls] + [b for b in cls.__mro__[1:] if b.__name__.startswith("_") and b is not object]
+    items = [(name, member) for c in own for name, member in c.__dict__.items()]
+    for name, member in items:
+        if name in seen:
+            continue
+        seen.add(name)
         if name.startswith("_") and name not in ("__init__",):
             continue
         if isinstance(member, property):
