@@ -3,6 +3,7 @@ package job
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -187,7 +188,7 @@ func Wait(f Facts, w WaitRequest, wf WaitFacts, now time.Time) (Transition, erro
 			t.Event.Detail = fmt.Sprintf("signal %q", w.Signal)
 		case w.Timeout > 0:
 			t.requeue(now.Add(w.Timeout), EventWaiting)
-			t.Event.Detail = fmt.Sprintf("signal %q (timeout %s)", w.Signal, w.Timeout)
+			t.Event.Detail = timedSignalDetail(w.Signal) + w.Timeout.String() + ")"
 		default:
 			t.wait(WaitSignal, fmt.Sprintf("signal %q", w.Signal))
 		}
@@ -208,6 +209,20 @@ func Wait(f Facts, w WaitRequest, wf WaitFacts, now time.Time) (Transition, erro
 	}
 	t.journal(f, now)
 	return t, nil
+}
+
+// timedSignalDetail is how the detail of the journal entry of a timed
+// wait for the signal name begins (its timeout follows, then ")").
+func timedSignalDetail(name string) string { return fmt.Sprintf("signal %q (timeout ", name) }
+
+// InTimedSignalWait reports whether a queued job whose last stored
+// journal entry is last is in a timed wait for the signal name: that
+// entry is the wait's ("waiting", for that signal). A job queued again
+// since its wait ended — claimed at its timeout, then a retry's delay, a
+// release, a rescue, a sleep — has a later entry, and is not: a signal
+// sent to it is kept for its next wait.
+func InTimedSignalWait(last Event, name string) bool {
+	return last.Kind == EventWaiting && strings.HasPrefix(last.Detail, timedSignalDetail(name))
 }
 
 // wait makes t a transition to waiting for what, journaled "waiting".

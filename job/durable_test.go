@@ -106,3 +106,34 @@ func TestWakeAndChildrenEnded(t *testing.T) {
 		t.Errorf("wake a running job: %v", err)
 	}
 }
+
+// TestInTimedSignalWait: a queued job is in a timed wait for a signal
+// only while the entry of that wait is the last its journal stores.
+func TestInTimedSignalWait(t *testing.T) {
+	running := Facts{State: StateRunning, Attempt: 1, MaxAttempts: 3}
+	timed, err := Wait(running, WaitRequest{For: WaitSignal, Signal: "go", Timeout: time.Minute}, WaitFacts{}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sleep, err := Wait(running, WaitRequest{For: WaitUntil, Until: now.Add(time.Hour)}, WaitFacts{}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		last Event
+		want bool
+	}{
+		{"the timed wait's entry", timed.Event, true},
+		{"a sleep's entry", sleep.Event, false},
+		{"a retry's entry", Event{Kind: EventRetried}, false},
+		{"no entry", Event{}, false},
+	} {
+		if got := InTimedSignalWait(c.last, "go"); got != c.want {
+			t.Errorf("%s (%+v): %v, want %v", c.name, c.last, got, c.want)
+		}
+	}
+	if InTimedSignalWait(timed.Event, "g") || InTimedSignalWait(timed.Event, "other") {
+		t.Errorf("the wait for %q read as a wait for another signal", "go")
+	}
+}

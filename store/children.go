@@ -21,7 +21,10 @@ import (
 // on any node, each reads what the one before it left and exactly one
 // sees none left. A parent's wait (JobWait) locks the parent and counts
 // its children the same way, so a child that ends while its parent
-// starts to wait is counted by one of them.
+// starts to wait is counted by one of them. A workflow's cancel locks
+// its tasks in id order, a child's parent among them, before its
+// workflow: on PostgreSQL it can deadlock with the end of a child of
+// that workflow, and either side runs its transaction again.
 
 // SpawnParams says what JobSpawn spawns.
 type SpawnParams struct {

@@ -140,13 +140,22 @@ func SignalDetail(name string) string {
 // SignalWakes reports whether a signal sent to j wakes it: j last waited
 // for that signal (waitsFor, its signal_wait), the signal kept for it
 // before this one was not delivered already (delivered: it was, and j
-// was woken by it), and j is waiting for it, or queued by a timed wait
-// for it.
-func SignalWakes(j *job.Job, waitsFor, name string, delivered bool) bool {
+// was woken by it), and j waits for it now: waiting for it, or queued
+// by a timed wait for it that has not ended (job.InTimedSignalWait of
+// last, the last entry its journal stores). A job queued for any other
+// reason — a retry after its timed wait timed out, a sleep since — is
+// not woken: the signal is kept for its next wait.
+func SignalWakes(j *job.Job, waitsFor, name string, delivered bool, last job.Event) bool {
 	if waitsFor != name || delivered {
 		return false
 	}
-	return j.State == job.StateWaiting && j.WaitFor == job.WaitSignal || j.State == job.StateQueued
+	switch j.State {
+	case job.StateWaiting:
+		return j.WaitFor == job.WaitSignal
+	case job.StateQueued:
+		return job.InTimedSignalWait(last, name)
+	}
+	return false
 }
 
 // DecodeResume decodes what a claimed durable job resumes from, as a

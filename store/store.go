@@ -307,7 +307,11 @@ type QueueStore interface {
 	// QueuePurge deletes every job of queue that is not running (queued
 	// and finished ones) with its journal, and returns how many jobs it
 	// deleted. Running jobs are left alone: their holders still hold
-	// leases. It deletes in batches, each its own transaction, so that no
+	// leases; so are workflows' tasks (their workflow is pruned whole)
+	// and the children of a parent that is not final (queued, running or
+	// waiting), which would otherwise wait for ever for a child gone:
+	// cancel the parent, which cancels its children, or purge once it is
+	// final. It deletes in batches, each its own transaction, so that no
 	// transaction grows with the queue (inside a transaction, the
 	// batches are all that transaction's); a job that changes state while
 	// the purge runs may be left. The queue's settings (paused) are kept.

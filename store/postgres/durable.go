@@ -249,18 +249,20 @@ func (s *executor) JobSignal(ctx context.Context, id uuid.UUID, name string, pay
 			return fmt.Errorf("job is %s: %w", cur.State, job.ErrWrongState)
 		}
 		var (
-			waitsFor  string
-			prev      []byte
-			delivered bool
+			waitsFor, lastKind string
+			last               job.Event
+			prev               []byte
+			delivered          bool
 		)
-		if err := ex.tx.QueryRow(ctx, signalWaitOfSQL, pgUUID(id)).Scan(&waitsFor); err != nil {
+		if err := ex.tx.QueryRow(ctx, signalWaitOfSQL, pgUUID(id)).Scan(&waitsFor, &lastKind, &last.Detail); err != nil {
 			return err
 		}
+		last.Kind = job.EventKind(lastKind)
 		err = ex.tx.QueryRow(ctx, signalGetSQL, pgUUID(id), name).Scan(&prev, &delivered)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("read the signal: %w", err)
 		}
-		wakes := store.SignalWakes(cur, waitsFor, name, err == nil && delivered)
+		wakes := store.SignalWakes(cur, waitsFor, name, err == nil && delivered, last)
 		if _, err := ex.tx.Exec(ctx, signalPutSQL, pgUUID(id), name, []byte(nullRaw(payload)), now); err != nil {
 			return fmt.Errorf("keep the signal: %w", err)
 		}

@@ -180,6 +180,7 @@ func checkPlans(t *testing.T, conn *pgx.Conn, table string, holdsRows bool) {
 		{"children_lock_active", childrenLockActiveSQL, []string{id}, "jobd_jobs_children", lookupBy, false},
 		{"children_count", childrenCountSQL, []string{arr(ids)}, "jobd_jobs_children", lookupBy, true},
 		{"parents_lock", parentsLockSQL, []string{arr(ids)}, "jobd_jobs_pkey", lookupBy, true},
+		{"signal_wait_of", signalWaitOfSQL, []string{id}, "jobd_jobs_pkey", lookupBy, false},
 		{"child_adopt", childAdoptSQL, []string{id, arr(ids), arr(owners), "NULL", arr(owners)}, "jobd_jobs_pkey", lookupBy, false},
 	}
 	for _, st := range statements {

@@ -307,7 +307,30 @@ func (s *executor) WorkflowList(ctx context.Context, params store.WorkflowListPa
 // WorkflowCancel cancels the tasks of a workflow that are not final: one
 // round locks them and the workflow, and, decided in Go
 // (store.DecideCancel), one applies. See store.WorkflowStore.
+//
+// It locks every task not final in id order, then the workflow, while
+// the end of a task locks that task first, then its dependents, its
+// workflow and last its parent (store/children.go): no one order serves
+// both, so the end of a child whose parent's id is lower than its own
+// (a workflow task that spawned it) can deadlock with the cancel. The
+// ends retry (finishGeneral); so does the cancel, in a transaction of
+// its own (in the caller's, the deadlock aborted it: the error goes
+// back), as JobCancel does.
 func (s *executor) WorkflowCancel(ctx context.Context, id uuid.UUID) (*job.Workflow, error) {
+	for try := 0; ; try++ {
+		w, err := s.workflowCancel(ctx, id)
+		if err != nil && s.tx == nil && deadlock(err) && try < insertRounds {
+			continue
+		}
+		if err != nil {
+			return nil, errorf("postgres: cancel workflow %s: %w", id, err)
+		}
+		return w, nil
+	}
+}
+
+// workflowCancel is one try of WorkflowCancel.
+func (s *executor) workflowCancel(ctx context.Context, id uuid.UUID) (*job.Workflow, error) {
 	var w *job.Workflow
 	err := s.transact(ctx, func(r *rounds) error {
 		now := s.now()
@@ -352,10 +375,7 @@ func (s *executor) WorkflowCancel(ctx context.Context, id uuid.UUID) (*job.Workf
 		}
 		return s.applyStep(ctx, r, now, st)
 	})
-	if err != nil {
-		return nil, errorf("postgres: cancel workflow %s: %w", id, err)
-	}
-	return w, nil
+	return w, err
 }
 
 // WorkflowRetry retries the failed and canceled tasks of a workflow. See

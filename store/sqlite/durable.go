@@ -300,13 +300,15 @@ func (s *executor) JobSignal(ctx context.Context, id uuid.UUID, name string, pay
 			return fmt.Errorf("job is %s: %w", cur.State, job.ErrWrongState)
 		}
 		var (
-			waitsFor  string
-			prev      sql.NullString
-			delivered sql.NullInt64
+			waitsFor, lastKind string
+			last               job.Event
+			prev               sql.NullString
+			delivered          sql.NullInt64
 		)
-		if err := tx.QueryRowContext(ctx, signalWaitOfSQL, sql.Named("id", id.String())).Scan(&waitsFor); err != nil {
+		if err := tx.QueryRowContext(ctx, signalWaitOfSQL, sql.Named("id", id.String())).Scan(&waitsFor, &lastKind, &last.Detail); err != nil {
 			return err
 		}
+		last.Kind = job.EventKind(lastKind)
 		err = tx.QueryRowContext(ctx, signalGetSQL, sql.Named("id", id.String()), sql.Named("name", name)).Scan(&prev, &delivered)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("read the signal: %w", err)
@@ -316,7 +318,7 @@ func (s *executor) JobSignal(ctx context.Context, id uuid.UUID, name string, pay
 			return fmt.Errorf("keep the signal: %w", err)
 		}
 		res.Job = cur
-		if !store.SignalWakes(cur, waitsFor, name, delivered.Valid) {
+		if !store.SignalWakes(cur, waitsFor, name, delivered.Valid, last) {
 			return nil
 		}
 		t, err := job.Wake(job.FactsOf(cur), store.SignalDetail(name), fromMicro(tx.now))

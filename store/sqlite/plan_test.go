@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"database/sql"
+	"slices"
 	"strings"
 	"testing"
 
@@ -120,6 +121,7 @@ func checkPlans(t *testing.T, s *Store) {
 		{"steps of jobs", stepsOfSQL, []string{"SEARCH jobd_job_steps USING PRIMARY KEY (job_id=?)"}},
 		{"a step", stepGetSQL, []string{"SEARCH jobd_job_steps USING PRIMARY KEY (job_id=? AND name=?)"}},
 		{"a signal", signalGetSQL, []string{"SEARCH jobd_signals USING PRIMARY KEY (job_id=? AND name=?)"}},
+		{"the signal a job waits for", signalWaitOfSQL, []string{"SEARCH jobd_jobs USING INDEX sqlite_autoindex_jobd_jobs_1 (id=?)"}},
 	} {
 		rows, err := conn.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+tc.query, args...)
 		if err != nil {
@@ -152,5 +154,33 @@ func checkPlans(t *testing.T, s *Store) {
 				t.Errorf("%s plan has %q:\n%s", tc.name, bad, text)
 			}
 		}
+	}
+}
+
+// TestPurgePlanProbesParent: a purge reads its queue's jobs whole (no
+// index serves it, see queue_purge_jobs.sql) but finds each candidate's
+// parent, whose state decides whether the child stays, by its primary
+// key.
+func TestPurgePlanProbesParent(t *testing.T) {
+	s := openTemp(t, nil)
+	rows, err := s.w.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+queuePurgeJobsSQL, sql.Named("queue", "q"), sql.Named("limit", 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := "SEARCH p USING INDEX sqlite_autoindex_jobd_jobs_1 (id=?)"; !slices.Contains(plan, want) {
+		t.Fatalf("purge plan lacks %q:\n%s", want, strings.Join(plan, "\n"))
 	}
 }

@@ -19,6 +19,7 @@ var childrenTests = []test{
 	{"CancelParentCancelsChildren", testCancelParentCancelsChildren},
 	{"RescuedChildWakesParent", testRescuedChildWakesParent},
 	{"ChildrenOfWorkflowTask", testChildrenOfWorkflowTask},
+	{"PurgeKeepsChildrenOfActiveParent", testPurgeKeepsChildrenOfActiveParent},
 }
 
 // spawn spawns children of the claimed job c, one per key, in queue.
@@ -274,5 +275,37 @@ func testChildrenOfWorkflowTask(t *testing.T, e *env) {
 	e.succeed(t, e.claimOne(t, "wq")) // after, released by fan's end
 	if d := e.workflow(t, f.Workflow.ID); d.State != job.WorkflowSucceeded || d.Succeeded != 4 {
 		t.Fatalf("workflow: %s, %d succeeded; want succeeded, 4", d.State, d.Succeeded)
+	}
+}
+
+// A purge of the children's queue leaves alone the children of a parent
+// that is not final (a waiting one here): the parent would wait for
+// them for ever. Once the parent is final its children are purged as any
+// job; a child whose parent is gone too.
+func testPurgeKeepsChildrenOfActiveParent(t *testing.T, e *env) {
+	e.insert(t, job.InsertParams{Kind: "parent"})
+	c := e.claimOne(t, job.DefaultQueue)
+	res := e.spawn(t, c, "kids", "a", "b")
+	e.wait(t, c, job.WaitRequest{For: job.WaitChildren})
+	stray := e.insert(t, job.InsertParams{Queue: "kids", Kind: "k"})
+	if n := e.purge(t, "kids"); n != 1 {
+		t.Fatalf("purged %d jobs, want 1 (the job no parent spawned)", n)
+	}
+	e.gone(t, stray.ID)
+	for _, r := range res {
+		if j := e.get(t, r.Job.ID); j.State != job.StateQueued {
+			t.Fatalf("child %s after the purge: %s", r.Job.ChildKey, j.State)
+		}
+	}
+	for _, k := range e.claim(t, "kids", 2) {
+		e.succeed(t, k)
+	}
+	p := e.claimOne(t, job.DefaultQueue)
+	if p.ID != c.ID || len(p.Resume.Children) != 2 {
+		t.Fatalf("resumed %s with %+v", p.ID, p.Resume)
+	}
+	e.succeed(t, p)
+	if n := e.purge(t, "kids"); n != 2 {
+		t.Fatalf("purged %d children of a final parent, want 2", n)
 	}
 }

@@ -17,6 +17,7 @@ var durableTests = []test{
 	{"WaitSignalThenSignal", testWaitSignalThenSignal},
 	{"SignalKeptUntilWait", testSignalKeptUntilWait},
 	{"SignalTimesOut", testSignalTimesOut},
+	{"LateSignalKeptForNextWait", testLateSignalKeptForNextWait},
 	{"WaitUntil", testWaitUntil},
 	{"WaitChildrenNone", testWaitChildrenNone},
 	{"CancelWaiting", testCancelWaiting},
@@ -186,6 +187,54 @@ func testSignalTimesOut(t *testing.T, e *env) {
 	c = e.claimOne(t, job.DefaultQueue)
 	if s := c.Resume.Signal; s == nil || s.TimedOut || string(s.Payload) != `"x"` {
 		t.Fatalf("resumed with %+v", s)
+	}
+}
+
+// A signal wakes only a job that waits for it now: one whose timed wait
+// for it timed out and that is queued again for another reason (a
+// retry's delay, a sleep) is left where it is, the signal kept for its
+// next wait, which takes it at once.
+func testLateSignalKeptForNextWait(t *testing.T, e *env) {
+	e.insert(t, job.InsertParams{Kind: "k", MaxAttempts: 3})
+	c := e.claimOne(t, job.DefaultQueue)
+	e.wait(t, c, job.WaitRequest{For: job.WaitSignal, Signal: "s", Timeout: time.Minute})
+	e.clk.Advance(time.Minute)
+	c = e.claimOne(t, job.DefaultQueue)
+	if c.Resume.Signal == nil || !c.Resume.Signal.TimedOut {
+		t.Fatalf("after the timeout: %+v, want the signal timed out", c.Resume.Signal)
+	}
+	e.fail(t, c, true, time.Hour)
+	retryAt := e.get(t, c.ID).RunAt
+	res, err := e.s.JobSignal(t.Context(), c.ID, "s", json.RawMessage(`"late"`))
+	if err != nil || res.Delivered {
+		t.Fatalf("signal to a job queued by its retry: %+v, %v; want kept", res, err)
+	}
+	if j := e.get(t, c.ID); j.State != job.StateQueued || !j.RunAt.Equal(retryAt) {
+		t.Fatalf("after the late signal: %s at %v, want queued at the retry's %v", j.State, j.RunAt, retryAt)
+	}
+	e.wantKinds(t, c.ID, job.EventQueued, job.EventClaimed, job.EventWaiting, job.EventClaimed, job.EventRetried)
+	e.claimNone(t, job.DefaultQueue)
+	e.clk.Advance(time.Hour)
+	c = e.claimOne(t, job.DefaultQueue)
+	if j := e.wait(t, c, job.WaitRequest{For: job.WaitSignal, Signal: "s", Timeout: time.Minute}); j.State != job.StateQueued || j.RunAt.After(e.now()) {
+		t.Fatalf("next wait with the signal kept: %s at %v, want queued now", j.State, j.RunAt)
+	}
+	c = e.claimOne(t, job.DefaultQueue)
+	if g := c.Resume.Signal; g == nil || g.TimedOut || string(g.Payload) != `"late"` {
+		t.Fatalf("resumed with %+v, want the late signal", g)
+	}
+	// A sleep after a signal wait that timed out: the signal does not
+	// end the sleep.
+	e.wait(t, c, job.WaitRequest{For: job.WaitSignal, Signal: "t", Timeout: time.Minute})
+	e.clk.Advance(time.Minute)
+	c = e.claimOne(t, job.DefaultQueue)
+	until := e.now().Add(time.Hour)
+	e.wait(t, c, job.WaitRequest{For: job.WaitUntil, Until: until})
+	if res, err := e.s.JobSignal(t.Context(), c.ID, "t", nil); err != nil || res.Delivered {
+		t.Fatalf("signal to a sleeping job: %+v, %v; want kept", res, err)
+	}
+	if j := e.get(t, c.ID); !j.RunAt.Equal(until) {
+		t.Fatalf("the sleep ends at %v after the signal, want %v", j.RunAt, until)
 	}
 }
 

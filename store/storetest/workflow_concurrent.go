@@ -5,12 +5,15 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
 
 var workflowConcurrentTests = []test{
 	{"FanInConcurrent", testWorkflowFanInConcurrent},
+	{"CancelRacesChildren", testWorkflowCancelRacesChildren},
 }
 
 // testWorkflowFanInConcurrent finishes the 1 000 dependencies of two
@@ -102,5 +105,103 @@ func testWorkflowFanInConcurrent(t *testing.T, e *env) {
 		e.claimNone(t, "join")
 		e.succeed(t, join)
 		e.wantWorkflow(t, f, job.WorkflowFailed, n-failed+1, failed, 1)
+	}
+}
+
+// testWorkflowCancelRacesChildren cancels workflows whose one task
+// spawned children and waits for them while those children finish, each
+// workflow's cancel on one node and its children's finishes, in batches,
+// on the other, all at once: no call fails (a deadlock would: the cancel
+// locks the workflow's tasks in id order, the parent first, while a
+// child's end locks the child, then its parent), and every job ends as
+// the rules say: the waiting parent canceled, the running children, asked
+// to stop, succeeded as they report, the workflow canceled once they
+// are final. Three rounds.
+func testWorkflowCancelRacesChildren(t *testing.T, e *env) {
+	nodes := []store.Store{e.s, e.otherNode(t)}
+	const flows, kids = 6, 12
+	for round := range 3 {
+		queue, kidQueue := fmt.Sprintf("fan-%d", round), fmt.Sprintf("kids-%d", round)
+		fs := make([]wflow, flows)
+		children := make([][]*job.Job, flows)
+		keys := make([]string, kids)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("k%02d", i)
+		}
+		for i := range fs {
+			fs[i] = e.submit(t, fmt.Sprintf("racing-%d-%d", round, i), wtask(queue, "fan"))
+		}
+		byWorkflow := make(map[uuid.UUID]int, flows)
+		for i, f := range fs {
+			byWorkflow[f.Workflow.ID] = i
+		}
+		for _, fan := range e.claim(t, queue, flows) {
+			e.spawn(t, fan, kidQueue, keys...)
+			e.wait(t, fan, job.WaitRequest{For: job.WaitChildren})
+		}
+		for n := 0; n < flows*kids; {
+			got := e.claim(t, kidQueue, 100)
+			if len(got) == 0 {
+				t.Fatalf("round %d: claimed %d of %d children", round, n, flows*kids)
+			}
+			for _, c := range got {
+				i := byWorkflow[c.WorkflowID]
+				children[i] = append(children[i], c)
+			}
+			n += len(got)
+		}
+		start := make(chan struct{})
+		errs := make(chan error, 2*flows)
+		var wg sync.WaitGroup
+		for i := range fs {
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				<-start
+				if _, err := nodes[i%2].WorkflowCancel(t.Context(), fs[i].Workflow.ID); err != nil {
+					errs <- fmt.Errorf("WorkflowCancel: %w", err)
+				}
+			}()
+			go func() {
+				defer wg.Done()
+				<-start
+				mine := children[i]
+				size := []int{1, 3, 7}[i%3]
+				for len(mine) > 0 {
+					k := min(size, len(mine))
+					outcomes := make([]store.Outcome, k)
+					for n, c := range mine[:k] {
+						outcomes[n] = store.Outcome{Lease: leaseOf(c), Outcome: job.Outcome{Status: store.OutcomeSucceeded}}
+					}
+					res, err := nodes[(i+1)%2].JobFinish(t.Context(), outcomes)
+					if err != nil {
+						errs <- fmt.Errorf("JobFinish: %w", err)
+						return
+					}
+					for _, r := range res {
+						if r.Lost {
+							errs <- fmt.Errorf("an outcome reported lost")
+							return
+						}
+					}
+					mine = mine[k:]
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		for i, f := range fs {
+			for _, c := range children[i] {
+				if j := e.get(t, c.ID); j.State != job.StateSucceeded {
+					t.Fatalf("round %d: child %s: %s, want succeeded", round, c.Ref, j.State)
+				}
+			}
+			e.wantTaskStates(t, f, map[string]job.State{"fan": job.StateCanceled})
+			e.wantWorkflow(t, f, job.WorkflowCanceled, kids, 0, 1)
+		}
 	}
 }

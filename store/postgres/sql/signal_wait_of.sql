@@ -1,2 +1,6 @@
--- The signal a job ($1) last waited for ('' for none).
-SELECT coalesce(signal_wait, '') FROM jobd_jobs WHERE id = $1;
+-- The signal a job ($1) last waited for ('' for none), and the kind and
+-- detail of the last entry its journal stores ('' for none), which say
+-- whether a queued job is in a timed wait for it still
+-- (job.InTimedSignalWait).
+SELECT coalesce(signal_wait, ''), coalesce(journal -> -1 ->> 'kind', ''), coalesce(journal -> -1 ->> 'detail', '')
+FROM jobd_jobs WHERE id = $1;
