@@ -22,7 +22,8 @@ func errorf(format string, args ...any) error {
 
 // classify marks err by its cause: store.ErrUnavailable when the database
 // cannot be reached (unreachable), store.ErrRefused when it refused a
-// value (refusedValue); otherwise err is returned as it is.
+// value (refusedValue), store.ErrContended when a conflict failed it and
+// the call may succeed if sent again; otherwise err is returned as it is.
 func classify(err error) error {
 	switch {
 	case err == nil:
@@ -31,7 +32,9 @@ func classify(err error) error {
 		return store.Mark(err, store.ErrUnavailable)
 	case refusedValue(err):
 		return store.Mark(err, store.ErrRefused)
-	case deadlock(err) || serializationFailure(err):
+	case deadlock(err) || serializationFailure(err) || uniqueViolation(err, "jobd_jobs_lock"):
+		// A lock_key's unique violation comes only from a claim that lost
+		// the race for the key past its retries (claimRetries).
 		return store.Mark(err, store.ErrContended)
 	}
 	return err

@@ -55,6 +55,10 @@ func TestErrorsMarked(t *testing.T) {
 		AS $$ BEGIN RAISE EXCEPTION 'raised' USING ERRCODE = c; END $$`); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := s.pool.Exec(ctx, `CREATE FUNCTION raise_unique(c text) RETURNS text LANGUAGE plpgsql
+		AS $$ BEGIN RAISE EXCEPTION 'duplicate' USING ERRCODE = '23505', CONSTRAINT = c; END $$`); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		sql  string
 		args []any
@@ -69,6 +73,11 @@ func TestErrorsMarked(t *testing.T) {
 		// lost a deadlock past its retries).
 		{"SELECT raise_code('40P01')", nil, store.ErrContended},
 		{"SELECT raise_code('40001')", nil, store.ErrContended},
+		// A claim that lost the race for a lock_key past its retries (the
+		// chaos tier met one in a remote worker's claim over several
+		// queues): another claim took the key; the next may not.
+		{"SELECT raise_unique('jobd_jobs_lock')", nil, store.ErrContended},
+		{"SELECT raise_unique('jobd_jobs_idempotency')", nil, nil},
 	} {
 		var out string
 		err := classify(s.pool.QueryRow(ctx, c.sql, c.args...).Scan(&out))
