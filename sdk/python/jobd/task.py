@@ -8,7 +8,7 @@ import asyncio
 import datetime as _dt
 import inspect
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, NoReturn, Optional, Sequence, TypeVar, Union, overload
+from typing import Any, Callable, Dict, List, Mapping, NoReturn, Optional, Protocol, Sequence, TypeVar, Union, overload
 
 from .client import spec_of
 from .errors import JobdError
@@ -16,8 +16,28 @@ from .failures import Cancelled, Wait
 from .models import Child, ClaimedJob, Duration, Input, JobSpec, SpawnedChild, format_duration, format_time, seconds
 from .workflows import input_result
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .worker import Worker, _Run
+
+class _Run(Protocol):
+    """What a task reads of the worker's record of its run."""
+
+    job: ClaimedJob
+    cause: Optional[str]
+
+    @property
+    def stop_event(self) -> threading.Event: ...
+
+
+class _Worker(Protocol):
+    """What a task asks of the worker that runs it (jobd.Worker), so that
+    this module need not import the worker's."""
+
+    async def _progress(self, r: Any, done: int, total: int, phase: str, items: Any) -> None: ...
+
+    async def _checkpoint(self, r: Any, value: Any) -> None: ...
+
+    async def _step(self, r: Any, name: str, value: Any, started_at: str) -> Any: ...
+
+    async def _spawn(self, r: Any, children: List[Dict[str, Any]]) -> List[SpawnedChild]: ...
 
 __all__ = ["Task", "SyncTask", "ChildError", "MAX_SIGNAL_TIMEOUT"]
 
@@ -33,7 +53,7 @@ T = TypeVar("T")
 
 
 class _BaseTask:
-    def __init__(self, worker: "Worker", run: "_Run") -> None:
+    def __init__(self, worker: _Worker, run: _Run) -> None:
         self._worker = worker
         self._run = run
         #: The job as claimed: attempt, deadline, lease token, rerun…
@@ -243,7 +263,7 @@ class SyncTask(_BaseTask):
     to stop, :attr:`cancelled` becomes true (and :attr:`stop_event` is
     set); check it between steps, or call :meth:`raise_if_cancelled`."""
 
-    def __init__(self, worker: "Worker", run: "_Run", loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, worker: _Worker, run: _Run, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(worker, run)
         self._loop = loop
         #: Set when the job is to stop; wait on it instead of sleeping.
