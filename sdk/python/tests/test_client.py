@@ -217,12 +217,19 @@ def test_wait_long_polls_without_an_event_stream(server: Server, queue: str, mak
     proxy = make_proxy(server.url, lambda m, p: page if "/stream" in p else "forward")
     with jobd.Client(proxy.url, server.admin) as c:
         j = c.submit("x", queue=queue)
+        # The job moves on only once wait has seen it unfinished, so that
+        # wait has to long-poll (a job done before wait began would need
+        # no ?wait= request at all).
         gate = threading.Event()
-        gate.set()
         t = threading.Thread(target=_work_one, args=(server, queue, 1, gate))
         t.start()
         seen: List[str] = []
-        assert c.wait(j.id, timeout=30, on_update=lambda v: seen.append(v.state)).state == "succeeded"
+
+        def update(v: jobd.Job) -> None:
+            seen.append(v.state)
+            gate.set()
+
+        assert c.wait(j.id, timeout=30, on_update=update).state == "succeeded"
         t.join(30)
         assert seen[-1] == "succeeded"
         with pytest.raises(jobd.InvalidRequestError):
