@@ -34,6 +34,11 @@ type WorkerConfig struct {
 	// at once, their attempt not counted); default 20s, within the
 	// 30 s orchestrators usually allow between SIGTERM and SIGKILL.
 	ShutdownTimeout time.Duration
+	// StopGrace is how long a shutdown waits, after cancelling the
+	// handlers that outlived ShutdownTimeout, before it releases their
+	// jobs without them (a handler that ignores its context); default
+	// DefaultStopGrace (5s).
+	StopGrace time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -75,10 +80,8 @@ type run struct {
 	expires time.Time
 }
 
-// hardStopGrace is how long a shutdown waits, after cancelling the
-// handlers that outlived ShutdownTimeout, before it releases their jobs
-// without them.
-const hardStopGrace = 5 * time.Second
+// DefaultStopGrace is WorkerConfig.StopGrace's default.
+const DefaultStopGrace = 5 * time.Second
 
 // NewWorker returns a worker over c. When c sends its requests with its
 // own HTTP client (no WithHTTPClient), the worker keeps at least
@@ -95,6 +98,9 @@ func NewWorker(c *Client, cfg WorkerConfig) *Worker {
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 20 * time.Second
+	}
+	if cfg.StopGrace <= 0 {
+		cfg.StopGrace = DefaultStopGrace
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -120,7 +126,7 @@ func (w *Worker) HandleAny(fn func(ctx context.Context, t *Task[json.RawMessage]
 // ErrShuttingDown) and releases every job whose handler did not succeed:
 // it is queued again at once, its attempt not counted, as the engine
 // does at its shutdown. A handler that ignores its cancel for
-// hardStopGrace has its job released without it. Run returns once the
+// StopGrace has its job released without it. Run returns once the
 // outcomes are sent (or their leases expired); nil after a graceful
 // stop; a worker refused by the server (401, 403) returns that error at
 // once.
@@ -143,7 +149,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			r.cancel(ErrShuttingDown)
 		}
 		w.mu.Unlock()
-		if !w.waitIdle(hardStopGrace) {
+		if !w.waitIdle(w.cfg.StopGrace) {
 			w.abandon()
 		}
 	}

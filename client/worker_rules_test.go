@@ -190,7 +190,7 @@ func TestSDKShutdownReleases(t *testing.T) {
 	eachStore(t, func(t *testing.T, st store.Store) {
 		admin, wc := sdkServer(t, st)
 		w := client.NewWorker(wc, client.WorkerConfig{Queues: []string{"q"}, Concurrency: 2, ClaimWait: time.Second,
-			ShutdownTimeout: time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+			ShutdownTimeout: time.Millisecond, StopGrace: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 		started := make(chan string, 2)
 		client.Handle(w, "polite", func(ctx context.Context, task *client.Task[struct{}]) (string, error) {
 			started <- "polite"

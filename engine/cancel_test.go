@@ -11,8 +11,8 @@ import (
 
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/engine/builtin"
-	"github.com/jobd/jobd/internal/testsignal"
 	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
+	"github.com/jobd/jobd/internal/testutil/testsignal"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )

@@ -31,7 +31,10 @@ const (
 	// orchestrators usually allow before SIGKILL (Kubernetes'
 	// terminationGracePeriodSeconds, ECS's stopTimeout).
 	DefaultShutdownTimeout = 20 * time.Second
-	DefaultAbandonGrace    = 10 * time.Second
+	// DefaultStopGrace: ShutdownTimeout and StopGrace together stay within
+	// those 30 s.
+	DefaultStopGrace    = 5 * time.Second
+	DefaultAbandonGrace = 10 * time.Second
 )
 
 // Config configures an Engine. Zero fields take the documented defaults
@@ -71,6 +74,10 @@ type Config struct {
 	// ShutdownTimeout is how long a shutdown waits for running handlers
 	// before it cancels them and releases their jobs. Default 20s.
 	ShutdownTimeout time.Duration
+	// StopGrace is how long a shutdown waits, after cancelling the
+	// handlers that outlived ShutdownTimeout, before it releases their
+	// jobs without them (a handler that ignores its context). Default 5s.
+	StopGrace time.Duration
 	// LeaseTTL is the lease of the jobs this engine inserts
 	// (Insert, InsertMany, InsertTx, InsertManyTx) that set none: how
 	// long a job whose holder stopped renewing it (a node that died)
@@ -131,6 +138,7 @@ func (c Config) WithDefaults() Config {
 	setDefault(&c.ReaperInterval, DefaultReaperInterval)
 	setDefault(&c.Retention, DefaultRetention)
 	setDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	setDefault(&c.StopGrace, DefaultStopGrace)
 	setDefault(&c.AbandonGrace, DefaultAbandonGrace)
 	setDefault(&c.PreferWindow, DefaultPreferWindow)
 	setDefault(&c.LeaseTTL, job.DefaultLeaseTTL)
@@ -178,6 +186,7 @@ func (c Config) Validate() error {
 		{"ReaperInterval", c.ReaperInterval},
 		{"Retention", c.Retention},
 		{"ShutdownTimeout", c.ShutdownTimeout},
+		{"StopGrace", c.StopGrace},
 		{"AbandonGrace", c.AbandonGrace},
 		{"PreferWindow", c.PreferWindow},
 		{"LeaseTTL", c.LeaseTTL},

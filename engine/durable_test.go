@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/engine"
-	"github.com/jobd/jobd/internal/testsignal"
+	"github.com/jobd/jobd/internal/testutil/testsignal"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/jobd/jobd/internal/maintenance"
+	"github.com/jobd/jobd/engine/internal/maintenance"
 	"github.com/jobd/jobd/store"
 )
 
@@ -49,6 +49,23 @@ func (e *Engine) addOwnDuties() error {
 // Interval on each node, or, with Leader, only on the node that leads
 // (under a context that ends with its term). See AddDuty.
 type Duty = maintenance.Duty
+
+// Term is the leader term a leader duty's pass runs in: when it began, and
+// since when the node had been in contact with the database before it
+// (HandOver tells a hand-over between leaders from a cluster that was down).
+type Term = maintenance.Term
+
+// TermOf returns the term a leader duty's pass runs in; ok is false
+// outside one (a pass on every node, or a context not from the runner).
+func TermOf(ctx context.Context) (t Term, ok bool) { return maintenance.TermOf(ctx) }
+
+// WithTerm returns ctx carrying t as TermOf reads it: what the runner does
+// for each leader pass, for calling a duty's pass outside it (its tests).
+func WithTerm(ctx context.Context, t Term) context.Context { return maintenance.WithTerm(ctx, t) }
+
+// Election is the name of the leader election the maintenance duties share
+// (the store's leader row or lock of that name).
+const Election = maintenance.DefaultElection
 
 // AddDuty adds a maintenance duty to the ones this node runs: a leader
 // duty shares the engine's leader election, so that exactly one node

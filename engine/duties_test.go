@@ -14,10 +14,10 @@ import (
 
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/engine"
-	"github.com/jobd/jobd/internal/maintenance"
+	"github.com/jobd/jobd/engine/internal/maintenance"
 	"github.com/jobd/jobd/internal/remote"
-	"github.com/jobd/jobd/internal/testsignal"
 	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
+	"github.com/jobd/jobd/internal/testutil/testsignal"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
@@ -94,9 +94,9 @@ var errBroken = errors.New("this duty's store calls are broken")
 func broken(context.Context) error { return errBroken }
 
 // waitPass waits for the next pass of duty and returns its error.
-func waitPass(t *testing.T, sig *maintenance.TestSignals, duty string) error {
+func waitPass(t *testing.T, sig *maintenance.Points, duty string) error {
 	t.Helper()
-	return sig.Pass.WaitFor(t, "a pass of "+duty, func(p maintenance.PassDone) bool { return p.Duty == duty }).Err
+	return testsignal.Of(&sig.Pass).WaitFor(t, "a pass of "+duty, func(p maintenance.PassDone) bool { return p.Duty == duty }).Err
 }
 
 // TestLongPassKeepsOneLeader: the leader's rescue and prune passes take
@@ -122,9 +122,9 @@ func TestLongPassKeepsOneLeader(t *testing.T) {
 		a := newEngine(t, &hookedStore{Store: s, beforeRescue: hold("rescue"), beforePrune: hold("prune")},
 			newLogs(t), engine.Config{Node: "a", Clock: clk, ReaperInterval: reaper})
 		aSig := engine.MaintenanceSignals(a)
-		aSig.Attempt.Init()
+		testsignal.Of(&aSig.Attempt).Init()
 		start(t, a)
-		if !aSig.Attempt.Wait(t, "a's first election attempt") {
+		if !testsignal.Of(&aSig.Attempt).Wait(t, "a's first election attempt") {
 			t.Fatal("a, alone, does not lead")
 		}
 		for range 2 {
@@ -135,18 +135,18 @@ func TestLongPassKeepsOneLeader(t *testing.T) {
 		b := newEngine(t, &hookedStore{Store: s, beforePrune: func(context.Context) error { bPrunes.Add(1); return nil }},
 			newLogs(t), engine.Config{Node: "b", Clock: clk, ReaperInterval: reaper})
 		bSig := engine.MaintenanceSignals(b)
-		bSig.Attempt.Init()
+		testsignal.Of(&bSig.Attempt).Init()
 		start(t, b)
-		if bSig.Attempt.Wait(t, "b's first election attempt") {
+		if testsignal.Of(&bSig.Attempt).Wait(t, "b's first election attempt") {
 			t.Fatal("b leads beside a")
 		}
 		// Nine renewal periods (three terms) while a's passes hang.
 		for i := 1; i <= 9; i++ {
 			clk.Advance(reaper)
-			if !aSig.Attempt.Wait(t, "a's renewal") {
+			if !testsignal.Of(&aSig.Attempt).Wait(t, "a's renewal") {
 				t.Fatalf("at +%s a lost its term while its passes ran", time.Duration(i)*reaper)
 			}
-			if bSig.Attempt.Wait(t, "b's election attempt") {
+			if testsignal.Of(&bSig.Attempt).Wait(t, "b's election attempt") {
 				t.Fatalf("at +%s b leads while a's passes run", time.Duration(i)*reaper)
 			}
 			if !a.Leading() || b.Leading() {
@@ -187,7 +187,7 @@ func TestFailingDutyDoesNotStopOthers(t *testing.T) {
 			t.Fatal(err)
 		}
 		sig := engine.MaintenanceSignals(e)
-		sig.Pass.Init()
+		testsignal.Of(&sig.Pass).Init()
 		start(t, e)
 		if err := waitPass(t, sig, engine.DutyRescue); !errors.Is(err, errBroken) {
 			t.Fatalf("rescue pass: %v, want it broken", err)
@@ -215,7 +215,7 @@ func TestFailingDutyDoesNotStopOthers(t *testing.T) {
 		f := newEngine(t, &hookedStore{Store: s, beforePrune: broken}, newLogs(t),
 			engine.Config{Node: "b", Clock: clk, ReaperInterval: time.Minute})
 		fsig := engine.MaintenanceSignals(f)
-		fsig.Pass.Init()
+		testsignal.Of(&fsig.Pass).Init()
 		start(t, f)
 		waitPass(t, fsig, engine.DutyRescue)
 		clk.Advance(2 * time.Minute)
@@ -244,7 +244,7 @@ func TestRescueByNonLeader(t *testing.T) {
 
 		e := newEngine(t, s, newLogs(t), engine.Config{Node: "survivor", Clock: clk, ReaperInterval: reaper})
 		sig := engine.MaintenanceSignals(e)
-		sig.Pass.Init()
+		testsignal.Of(&sig.Pass).Init()
 		start(t, e)
 		waitPass(t, sig, engine.DutyRescue) // at once, at start
 

@@ -13,17 +13,12 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/internal/maintenance"
-	"github.com/jobd/jobd/internal/wakeup"
+	"github.com/jobd/jobd/engine/internal/maintenance"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/observe"
 	"github.com/jobd/jobd/store"
+	"github.com/jobd/jobd/store/wakeup"
 )
-
-// hardStopGrace is how long a shutdown waits, after cancelling the
-// handlers that outlived ShutdownTimeout, before it releases their jobs
-// without them.
-const hardStopGrace = 5 * time.Second
 
 // flushTimeout bounds the shutdown's last write of outcomes (retried
 // with backoff while the database does not answer).
@@ -71,8 +66,8 @@ type Engine struct {
 	// flow is the view of the queues' flow control that paces claims
 	// (flow.go).
 	flow *flowView
-	// signals are what the engine's tests wait for.
-	signals testSignals
+	// points are where the engine reports what its tests wait for.
+	points points
 }
 
 // Subscribe calls fn with a queue name each time the store says jobs may
@@ -290,7 +285,7 @@ func (e *Engine) Run(ctx context.Context) error {
 // A cancel missed meanwhile (a reconnection) is seen at the job's next
 // heartbeat.
 func (e *Engine) listen(ctx context.Context) {
-	h := health{log: e.log, what: "listen for notifications", signal: &e.signals.health}
+	h := health{log: e.log, what: "listen for notifications", point: &e.points.health}
 	delay := retryMin
 	for {
 		err := e.store.Listen(ctx, e.notified)
@@ -400,7 +395,7 @@ func (e *Engine) end(x *execution, out store.Outcome, ran time.Duration) {
 	if !ok {
 		e.log.Warn("engine: job ended after the shutdown released it; outcome dropped",
 			"job_id", x.job.ID, "kind", x.job.Kind, "outcome", out.Status)
-		e.signals.outcomeDropped.Fire(x.job.ID)
+		e.points.outcomeDropped.Report(x.job.ID)
 		return
 	}
 	x.p.done()
@@ -425,7 +420,7 @@ func (e *Engine) endTimedOut(x *execution, ran time.Duration) {
 		"job_id", x.job.ID, "kind", x.job.Kind, "attempt", x.job.Attempt, "deadline", x.job.Deadline)
 	x.rec.Finished(observe.LeaseLost, ran)
 	x.span.End(observe.LeaseLost, ErrTimedOut.Error(), e.clock.Now())
-	e.signals.timedOut.Fire(x.job.ID)
+	e.points.timedOut.Report(x.job.ID)
 	x.p.done()
 	e.notifyEnded()
 }
@@ -452,7 +447,7 @@ func (e *Engine) abandon(x *execution) {
 	x.rec.Abandoned()
 	x.rec.Finished(observe.LeaseLost, e.clock.Now().Sub(x.startedAt))
 	x.span.End(observe.LeaseLost, "abandoned past its deadline", e.clock.Now())
-	e.signals.abandoned.Fire(x.job.ID)
+	e.points.abandoned.Report(x.job.ID)
 	x.p.done()
 	e.notifyEnded()
 }
@@ -492,7 +487,7 @@ func (e *Engine) drain() {
 	for _, x := range xs {
 		x.cancel(ErrShutdown)
 	}
-	if e.waitIdle(hardStopGrace) {
+	if e.waitIdle(e.cfg.StopGrace) {
 		return
 	}
 	e.mu.Lock()

@@ -3,8 +3,8 @@ package engine
 import (
 	"github.com/google/uuid"
 
-	"github.com/jobd/jobd/internal/maintenance"
-	"github.com/jobd/jobd/internal/testsignal"
+	"github.com/jobd/jobd/engine/internal/maintenance"
+	"github.com/jobd/jobd/internal/testutil/testsignal"
 )
 
 // HealthChange is what HealthSignal reports.
@@ -13,11 +13,19 @@ type HealthChange = healthChange
 // The engine's test signals (signals.go), for the external tests.
 // Initialise them before the engine runs.
 
-func OutcomeLostSignal(e *Engine) *testsignal.Signal[uuid.UUID]    { return &e.signals.outcomeLost }
-func OutcomeDroppedSignal(e *Engine) *testsignal.Signal[uuid.UUID] { return &e.signals.outcomeDropped }
-func PollArmedSignal(e *Engine) *testsignal.Signal[string]         { return &e.signals.pollArmed }
-func TimedOutSignal(e *Engine) *testsignal.Signal[uuid.UUID]       { return &e.signals.timedOut }
-func AbandonedSignal(e *Engine) *testsignal.Signal[uuid.UUID]      { return &e.signals.abandoned }
-func HealthSignal(e *Engine) *testsignal.Signal[HealthChange]      { return &e.signals.health }
-func FlowReadSignal(e *Engine) *testsignal.Signal[struct{}]        { return &e.signals.flowRead }
-func MaintenanceSignals(e *Engine) *maintenance.TestSignals        { return e.runner.TestSignals() }
+func OutcomeLostSignal(e *Engine) *testsignal.Signal[uuid.UUID] {
+	return testsignal.Of(&e.points.outcomeLost)
+}
+func OutcomeDroppedSignal(e *Engine) *testsignal.Signal[uuid.UUID] {
+	return testsignal.Of(&e.points.outcomeDropped)
+}
+func PollArmedSignal(e *Engine) *testsignal.Signal[string] { return testsignal.Of(&e.points.pollArmed) }
+func TimedOutSignal(e *Engine) *testsignal.Signal[uuid.UUID] {
+	return testsignal.Of(&e.points.timedOut)
+}
+func AbandonedSignal(e *Engine) *testsignal.Signal[uuid.UUID] {
+	return testsignal.Of(&e.points.abandoned)
+}
+func HealthSignal(e *Engine) *testsignal.Signal[HealthChange] { return testsignal.Of(&e.points.health) }
+func FlowReadSignal(e *Engine) *testsignal.Signal[struct{}]   { return testsignal.Of(&e.points.flowRead) }
+func MaintenanceSignals(e *Engine) *maintenance.Points        { return e.runner.Points() }

@@ -79,7 +79,7 @@ func (f *finisher) putBack(batch []finishItem) {
 // run writes outcomes until stop is closed, then writes what is left and
 // returns how many outcomes it could not write (ctx ended first).
 func (f *finisher) run(ctx context.Context, stop <-chan struct{}) (unwritten int) {
-	h := health{log: f.e.log, what: "write job outcomes", signal: &f.e.signals.health}
+	h := health{log: f.e.log, what: "write job outcomes", point: &f.e.points.health}
 	for {
 		select {
 		case <-f.kick:
@@ -204,7 +204,7 @@ func (f *finisher) report(batch []finishItem, res []store.FinishResult) {
 		if i < len(res) && res[i].Lost {
 			f.e.log.Warn("engine: lease lost before the outcome was written; outcome dropped",
 				"job_id", it.out.ID, "queue", it.queue, "kind", it.kind, "attempt", it.attempt, "outcome", it.out.Status)
-			f.e.signals.outcomeLost.Fire(it.out.ID)
+			f.e.points.outcomeLost.Report(it.out.ID)
 		} else if i < len(res) && debug {
 			f.e.log.Debug("engine: job finished", "job_id", it.out.ID, "queue", it.queue, "kind", it.kind,
 				"attempt", it.attempt, "outcome", it.out.Status, "state", res[i].State, "error", it.out.Error)

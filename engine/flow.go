@@ -143,7 +143,7 @@ func (e *Engine) ClaimPace(queue string) time.Duration {
 // each queue whose settings changed. It reads nothing while nobody needs
 // the view.
 func (e *Engine) watchFlow(ctx context.Context) {
-	h := health{log: e.log, what: "read of the queues' settings", signal: &e.signals.health}
+	h := health{log: e.log, what: "read of the queues' settings", point: &e.points.health}
 	t := e.clock.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -173,7 +173,7 @@ func (e *Engine) watchFlow(ctx context.Context) {
 			for _, q := range e.flow.replace(all) {
 				e.wakeQueue(q)
 			}
-			e.signals.flowRead.Fire(struct{}{})
+			e.points.flowRead.Report(struct{}{})
 		}
 		t.Reset(flowRefresh)
 	}
@@ -183,7 +183,7 @@ func (e *Engine) watchFlow(ctx context.Context) {
 // sets any (QueueConfig.Limits), retrying a failing store with backoff
 // until ctx ends.
 func (e *Engine) applyLimits(ctx context.Context) {
-	h := health{log: e.log, what: "write of the queues' configured limits", signal: &e.signals.health}
+	h := health{log: e.log, what: "write of the queues' configured limits", point: &e.points.health}
 	for _, q := range e.cfg.Queues {
 		if !q.Limits.Limited() {
 			continue

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/internal/testsignal"
+	"github.com/jobd/jobd/observe"
 )
 
 // Retry delays after a store error: doubling from retryMin to retryMax.
@@ -29,8 +29,8 @@ type health struct {
 	what    string
 	attrs   []any
 	failing bool
-	// signal, when set, fires on each change.
-	signal *testsignal.Signal[healthChange]
+	// point, when set, reports each change.
+	point *observe.Point[healthChange]
 }
 
 func (h *health) fail(err error) {
@@ -52,8 +52,8 @@ func (h *health) ok() {
 }
 
 func (h *health) fire() {
-	if h.signal != nil {
-		h.signal.Fire(healthChange{What: h.what, Failing: h.failing})
+	if h.point != nil {
+		h.point.Report(healthChange{What: h.what, Failing: h.failing})
 	}
 }
 

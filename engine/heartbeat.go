@@ -30,7 +30,7 @@ func (e *Engine) renewEvery(x *execution) time.Duration {
 // job whose renewal falls due within half its period of the earliest is
 // renewed in the same call.
 func (e *Engine) heartbeats(ctx context.Context, stop <-chan struct{}) {
-	h := health{log: e.log, what: "lease heartbeat", signal: &e.signals.health}
+	h := health{log: e.log, what: "lease heartbeat", point: &e.points.health}
 	t := e.clock.NewTimer(e.nextRenewal())
 	defer t.Stop()
 	for {

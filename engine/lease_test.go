@@ -17,9 +17,10 @@ import (
 
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/engine"
-	"github.com/jobd/jobd/internal/maintenance"
+	"github.com/jobd/jobd/engine/internal/maintenance"
 	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
 	"github.com/jobd/jobd/internal/testutil/storewatch"
+	"github.com/jobd/jobd/internal/testutil/testsignal"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -190,9 +191,9 @@ func TestLeaderKilled(t *testing.T) {
 
 			survivor := newEngine(t, s, newLogs(t), engine.Config{Node: "survivor", ReaperInterval: 100 * time.Millisecond})
 			sig := engine.MaintenanceSignals(survivor)
-			sig.Attempt.Init()
+			testsignal.Of(&sig.Attempt).Init()
 			start(t, survivor)
-			if sig.Attempt.Wait(t, "the survivor's first election attempt") {
+			if testsignal.Of(&sig.Attempt).Wait(t, "the survivor's first election attempt") {
 				t.Fatal("the survivor leads beside the helper")
 			}
 			stopHelper()

@@ -96,7 +96,7 @@ func (p *producer) kick() {
 // the first short claim, which the claims that wake-ups cause meanwhile
 // do not push back.
 func (p *producer) run(ctx, workCtx, jobBase context.Context) {
-	h := health{log: p.e.log, what: "claim", attrs: []any{"queue", p.cfg.Queue}, signal: &p.e.signals.health}
+	h := health{log: p.e.log, what: "claim", attrs: []any{"queue", p.cfg.Queue}, point: &p.e.points.health}
 	t := p.e.clock.NewTimer(0)
 	defer t.Stop()
 	var paced time.Time // when t fires for a paced claim; zero for a poll
@@ -116,7 +116,7 @@ func (p *producer) run(ctx, workCtx, jobBase context.Context) {
 			paced = time.Time{}
 		}
 		t.Reset(next)
-		p.e.signals.pollArmed.Fire(p.cfg.Queue)
+		p.e.points.pollArmed.Report(p.cfg.Queue)
 	}
 }
 

@@ -117,7 +117,7 @@ func TestShutdownReleasesUnfinishedJobs(t *testing.T) {
 func TestShutdownGivesUpOnStuckHandlers(t *testing.T) {
 	t.Parallel()
 	s := openStore(t, "sqlite")
-	e := newEngine(t, s, newLogs(t), engine.Config{Queues: queue(1), ShutdownTimeout: time.Millisecond})
+	e := newEngine(t, s, newLogs(t), engine.Config{Queues: queue(1), ShutdownTimeout: time.Millisecond, StopGrace: 50 * time.Millisecond})
 	dropped := engine.OutcomeDroppedSignal(e)
 	dropped.Init()
 	unblock := make(chan struct{})
@@ -200,7 +200,7 @@ func engineGoroutines() []string {
 		if strings.Contains(g, "testing.tRunner") {
 			continue
 		}
-		if strings.Contains(g, "github.com/jobd/jobd/engine.") || strings.Contains(g, "github.com/jobd/jobd/internal/maintenance.") {
+		if strings.Contains(g, "github.com/jobd/jobd/engine.") || strings.Contains(g, "github.com/jobd/jobd/engine/internal/maintenance.") {
 			found = append(found, g)
 		}
 	}

@@ -3,32 +3,32 @@ package engine
 import (
 	"github.com/google/uuid"
 
-	"github.com/jobd/jobd/internal/testsignal"
+	"github.com/jobd/jobd/observe"
 )
 
-// testSignals are the points of the engine that its tests wait for (see
-// package internal/testsignal); they cost nothing unless a test
-// initialises them (export_test.go).
-type testSignals struct {
-	// outcomeLost fires for each outcome the store refused because the
+// points are where the engine reports what its tests wait for
+// (observe.Point): inert unless something attaches to them, as the tests
+// do (internal/testutil/testsignal).
+type points struct {
+	// outcomeLost reports for each outcome the store refused because the
 	// lease was no longer held.
-	outcomeLost testsignal.Signal[uuid.UUID]
-	// outcomeDropped fires for each job whose handler returned after the
+	outcomeLost observe.Point[uuid.UUID]
+	// outcomeDropped reports for each job whose handler returned after the
 	// shutdown had released its job.
-	outcomeDropped testsignal.Signal[uuid.UUID]
-	// timedOut fires for each job whose handler stopped at its deadline
+	outcomeDropped observe.Point[uuid.UUID]
+	// timedOut reports for each job whose handler stopped at its deadline
 	// (its outcome left to the reaper); abandoned for each handler given
 	// up past its deadline and the grace.
-	timedOut  testsignal.Signal[uuid.UUID]
-	abandoned testsignal.Signal[uuid.UUID]
-	// pollArmed fires, with the queue, each time a producer has claimed
+	timedOut  observe.Point[uuid.UUID]
+	abandoned observe.Point[uuid.UUID]
+	// pollArmed reports, with the queue, each time a producer has claimed
 	// and armed its next poll.
-	pollArmed testsignal.Signal[string]
-	// health fires when a loop starts failing or recovers.
-	health testsignal.Signal[healthChange]
-	// flowRead fires each time the view of the queues' flow control was
+	pollArmed observe.Point[string]
+	// health reports when a loop starts failing or recovers.
+	health observe.Point[healthChange]
+	// flowRead reports each time the view of the queues' flow control was
 	// read from the store.
-	flowRead testsignal.Signal[struct{}]
+	flowRead observe.Point[struct{}]
 }
 
 // healthChange is a loop of the engine starting to fail (Failing) or

@@ -33,7 +33,7 @@ const (
 // fell due while no node could tick (every node down, or the database)
 // or while the leader's passes failed. A tick less than Grace late is
 // on time, and so is one that fell due while the leadership changed
-// hands (the cluster was up: maintenance.Term.HandOver): each of those
+// hands (the cluster was up: engine.Term.HandOver): each of those
 // runs, whatever the rule (see pick).
 const (
 	// CatchUpNone (the default): no job for missed ticks.

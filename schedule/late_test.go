@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobd/jobd/internal/maintenance"
+	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/schedule"
 )
 
@@ -27,7 +27,7 @@ func TestLatePass(t *testing.T) {
 }
 
 // TestHandOverTicks: the ticks that fell due during a hand-over (this
-// node in contact with the database, not leading: maintenance.Term) run
+// node in contact with the database, not leading: engine.Term) run
 // late, once each, whatever the rule, even past Grace; the ticks before
 // the node's contact began are missed ones, which the rule decides.
 func TestHandOverTicks(t *testing.T) {
@@ -39,7 +39,7 @@ func TestHandOverTicks(t *testing.T) {
 		// Ticks 1m…5m are due, 5m is 30s late: contact began at 2m30s, the
 		// term at now.
 		f.clk.Advance(5*time.Minute + 30*time.Second)
-		ctx := maintenance.WithTerm(t.Context(), maintenance.Term{Began: f.clk.Now(), ContactSince: start.Add(150 * time.Second)})
+		ctx := engine.WithTerm(t.Context(), engine.Term{Began: f.clk.Now(), ContactSince: start.Add(150 * time.Second)})
 		if _, err := f.sch.Tick(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/internal/maintenance"
+	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -71,8 +71,8 @@ func New(cfg Config) (*Scheduler, error) {
 
 // Duty is the ticker, a leader duty of the maintenance runner: one
 // node inserts the jobs of the due ticks (see Tick).
-func (s *Scheduler) Duty() maintenance.Duty {
-	return maintenance.Duty{Name: DutyTicker, Interval: s.cfg.TickInterval, Leader: true, Pass: func(ctx context.Context) error {
+func (s *Scheduler) Duty() engine.Duty {
+	return engine.Duty{Name: DutyTicker, Interval: s.cfg.TickInterval, Leader: true, Pass: func(ctx context.Context) error {
 		_, err := s.Tick(ctx)
 		return err
 	}}

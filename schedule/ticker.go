@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/jobd/jobd/internal/maintenance"
+	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )
@@ -44,12 +44,12 @@ func DefinitionOf(sc *store.Schedule) (Definition, error) {
 // them once, until a pass succeeds again).
 //
 // Run as the leader duty, in a term that began after a hand-over (see
-// maintenance.Term.HandOver), the ticks that fell due while the
+// engine.Term.HandOver), the ticks that fell due while the
 // leadership changed hands are on time: see pick.
 func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 	now := s.clock.Now()
 	var w handOver
-	if t, ok := maintenance.TermOf(ctx); ok {
+	if t, ok := engine.TermOf(ctx); ok {
 		w.from, w.to, _ = t.HandOver()
 	}
 	inserted := 0
@@ -169,7 +169,7 @@ func (s *Scheduler) advance(ctx context.Context, read store.Schedule, now time.T
 
 // handOver is the span [from, to) before the ticker's term during which
 // its node was in contact with the database and did not lead (see
-// maintenance.Term.HandOver); empty (zero) outside such a term.
+// engine.Term.HandOver); empty (zero) outside such a term.
 type handOver struct{ from, to time.Time }
 
 func (w handOver) holds(t time.Time) bool { return !t.Before(w.from) && t.Before(w.to) }

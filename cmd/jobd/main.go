@@ -8,7 +8,7 @@ import (
 	"runtime/debug"
 	"syscall"
 
-	"github.com/jobd/jobd/internal/cli"
+	"github.com/jobd/jobd/cmd/jobd/internal/cli"
 )
 
 func main() {

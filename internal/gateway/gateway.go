@@ -24,7 +24,6 @@ import (
 
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/engine"
-	"github.com/jobd/jobd/internal/testsignal"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/observe"
 	"github.com/jobd/jobd/store"
@@ -193,15 +192,16 @@ type Gateway struct {
 	upstreams map[string]*upstream
 	client    *http.Client
 	maxBody   int64 // request body limit of an async request
-	signals   testSignals
+	points    points
 }
 
-// testSignals are the points of the gateway that its tests wait for (see
-// package internal/testsignal).
-type testSignals struct {
-	// swept fires after each pass of the result TTL with the number of
+// points are where the gateway reports what its tests wait for
+// (observe.Point): inert unless something attaches to them, as the tests
+// do (internal/testutil/testsignal).
+type points struct {
+	// swept reports after each pass of the result TTL with the number of
 	// results it removed.
-	swept testsignal.Signal[int]
+	swept observe.Point[int]
 }
 
 // upstream is a configured Upstream with its proxy for synchronous calls.

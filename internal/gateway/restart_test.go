@@ -7,7 +7,7 @@ import (
 
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/internal/gateway"
-	"github.com/jobd/jobd/internal/testsignal"
+	"github.com/jobd/jobd/internal/testutil/testsignal"
 	"github.com/jobd/jobd/job"
 )
 

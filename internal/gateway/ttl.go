@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jobd/jobd/internal/maintenance"
+	"github.com/jobd/jobd/engine"
 )
 
 // DutyResultTTL names the removal of expired results among the
@@ -17,8 +17,8 @@ const sweepCallTimeout = 30 * time.Second
 
 // ttlDuty is the leader duty that removes, every SweepInterval, the
 // results older than ResultTTL; New adds it to the engine's maintenance.
-func (g *Gateway) ttlDuty() maintenance.Duty {
-	return maintenance.Duty{Name: DutyResultTTL, Interval: g.cfg.SweepInterval, Leader: true, Pass: g.removeExpired}
+func (g *Gateway) ttlDuty() engine.Duty {
+	return engine.Duty{Name: DutyResultTTL, Interval: g.cfg.SweepInterval, Leader: true, Pass: g.removeExpired}
 }
 
 // removeExpired removes the results older than ResultTTL, in batches.
@@ -29,7 +29,7 @@ func (g *Gateway) removeExpired(ctx context.Context) error {
 		if total > 0 {
 			g.log.Info("gateway: removed expired results", "results", total, "ttl", g.cfg.ResultTTL)
 		}
-		g.signals.swept.Fire(total)
+		g.points.swept.Report(total)
 	}()
 	for {
 		cctx, cancel := context.WithTimeout(ctx, sweepCallTimeout)

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/internal/maintenance"
+	"github.com/jobd/jobd/engine"
 )
 
 // Defaults of SweepConfig.
@@ -60,14 +60,14 @@ type SweepConfig struct {
 // that long to reach it first. A worker's jobs go back to the queue only
 // when their leases expire (the engine's rescue), never by the sweep; a
 // heartbeat that races with the sweep wins (store.Store.WorkerMarkOffline).
-func OfflineSweep(cfg SweepConfig) (maintenance.Duty, error) {
+func OfflineSweep(cfg SweepConfig) (engine.Duty, error) {
 	switch {
 	case cfg.Registry == nil:
-		return maintenance.Duty{}, errors.New("remote: SweepConfig.Registry is required")
+		return engine.Duty{}, errors.New("remote: SweepConfig.Registry is required")
 	case cfg.OfflineAfter < 0:
-		return maintenance.Duty{}, fmt.Errorf("remote: the offline period must not be negative, got %s", cfg.OfflineAfter)
+		return engine.Duty{}, fmt.Errorf("remote: the offline period must not be negative, got %s", cfg.OfflineAfter)
 	case cfg.Interval < 0:
-		return maintenance.Duty{}, fmt.Errorf("remote: the sweep interval must not be negative, got %s", cfg.Interval)
+		return engine.Duty{}, fmt.Errorf("remote: the sweep interval must not be negative, got %s", cfg.Interval)
 	}
 	if cfg.OfflineAfter == 0 {
 		cfg.OfflineAfter = DefaultOfflineAfter
@@ -82,7 +82,7 @@ func OfflineSweep(cfg SweepConfig) (maintenance.Duty, error) {
 		cfg.Logger = slog.Default()
 	}
 	s := &sweep{cfg: cfg, started: cfg.Clock.Now()}
-	return maintenance.Duty{Name: DutyOfflineSweep, Interval: cfg.Interval, Leader: true, Pass: s.pass}, nil
+	return engine.Duty{Name: DutyOfflineSweep, Interval: cfg.Interval, Leader: true, Pass: s.pass}, nil
 }
 
 type sweep struct {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/internal/testutil/testsignal"
 	"github.com/jobd/jobd/internal/webhook"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
@@ -179,7 +180,7 @@ func TestRateLimit(t *testing.T) {
 		}
 		waitSuppressed := func(want int) {
 			t.Helper()
-			n.svc.TestSignals().Dispatched.WaitFor(t, "a dispatch that suppressed the alerts", func(int) bool { return limit().Suppressed == want })
+			testsignal.Of(&n.svc.Points().Dispatched).WaitFor(t, "a dispatch that suppressed the alerts", func(int) bool { return limit().Suppressed == want })
 		}
 
 		for range 3 {

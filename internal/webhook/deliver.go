@@ -209,7 +209,7 @@ func (s *Service) done(j *job.Job, event string, started time.Time, err error) e
 // record observes one attempt and fires the Delivered signal.
 func (s *Service) record(event, outcome string, started time.Time) {
 	s.obs.WebhookAttempt(eventLabel(event), outcome, s.clock.Now().Sub(started))
-	s.signals.Delivered.Fire(outcome)
+	s.points.Delivered.Report(outcome)
 }
 
 // eventLabel bounds the event label of the metrics to the known types.

@@ -37,7 +37,7 @@ type failure struct {
 // sends the counts of suppressed alerts that are due.
 func (s *Service) dispatch(ctx context.Context) error {
 	total := 0
-	defer func() { s.signals.Dispatched.Fire(total) }()
+	defer func() { s.points.Dispatched.Report(total) }()
 	for {
 		n, more, err := s.dispatchOnce(ctx)
 		total += n

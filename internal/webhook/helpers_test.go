@@ -23,10 +23,10 @@ import (
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/engine"
-	"github.com/jobd/jobd/internal/testsignal"
 	"github.com/jobd/jobd/internal/testutil/pgtest"
 	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
 	"github.com/jobd/jobd/internal/testutil/storewatch"
+	"github.com/jobd/jobd/internal/testutil/testsignal"
 	"github.com/jobd/jobd/internal/webhook"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/observe"
@@ -140,8 +140,8 @@ func startNode(t *testing.T, db database, o options) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc.TestSignals().Dispatched.Init()
-	svc.TestSignals().Delivered.Init()
+	testsignal.Of(&svc.Points().Dispatched).Init()
+	testsignal.Of(&svc.Points().Delivered).Init()
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &node{st: st, eng: eng, svc: svc, stopped: make(chan struct{}), cancel: cancel}
 	go func() {

@@ -11,8 +11,6 @@ import (
 
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/engine"
-	"github.com/jobd/jobd/internal/maintenance"
-	"github.com/jobd/jobd/internal/testsignal"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/observe"
 	"github.com/jobd/jobd/store"
@@ -191,23 +189,23 @@ type Service struct {
 	// suppressed alerts; its loop is the only one to use it.
 	flushed time.Time
 
-	signals TestSignals
+	points Points
 }
 
-// TestSignals are the points of a Service that tests wait for (see
-// package internal/testsignal); they cost nothing unless a test
-// initialises them.
-type TestSignals struct {
-	// Dispatched fires after each dispatch pass with the deliveries it
+// Points are where a Service reports what its tests wait for
+// (observe.Point): inert unless something attaches to them, as the tests
+// do (internal/testutil/testsignal).
+type Points struct {
+	// Dispatched reports after each dispatch pass with the deliveries it
 	// queued.
-	Dispatched testsignal.Signal[int]
-	// Delivered fires after each attempt of a delivery with its outcome
+	Dispatched observe.Point[int]
+	// Delivered reports after each attempt of a delivery with its outcome
 	// (one of the observe.Webhook… outcomes).
-	Delivered testsignal.Signal[string]
+	Delivered observe.Point[string]
 }
 
-// TestSignals returns the service's signals, for tests.
-func (s *Service) TestSignals() *TestSignals { return &s.signals }
+// Points returns the service's points, for a watcher to attach to.
+func (s *Service) Points() *Points { return &s.points }
 
 // New checks cfg, registers the delivery handler (Kind) on cfg.Engine,
 // adds the dispatcher (every node) and the level alerts (the leader) to
@@ -224,7 +222,7 @@ func New(cfg Config) (*Service, error) {
 		open:        &http.Client{Transport: cfg.Transport, CheckRedirect: checkRedirect},
 		guarded:     &http.Client{Transport: guardedTransport(cfg.Guard), CheckRedirect: checkRedirect},
 	}
-	duties := []maintenance.Duty{
+	duties := []engine.Duty{
 		{Name: DutyDispatch, Interval: cfg.DispatchInterval, Pass: s.dispatch},
 		{Name: DutyAlerts, Interval: cfg.BacklogInterval, Leader: true, Pass: s.checkBacklog},
 	}

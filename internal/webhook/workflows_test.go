@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/api"
-	"github.com/jobd/jobd/internal/testsignal"
+	"github.com/jobd/jobd/internal/testutil/testsignal"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/observe"
 	"github.com/jobd/jobd/store"

@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/internal/wakeup"
 	"github.com/jobd/jobd/store"
+	"github.com/jobd/jobd/store/wakeup"
 )
 
 // executor runs store.Executor's operations on db: the Store's pool, each

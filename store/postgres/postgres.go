@@ -28,9 +28,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/internal/wakeup"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
+	"github.com/jobd/jobd/store/wakeup"
 )
 
 // Options configures a Store. Zero values take the defaults.

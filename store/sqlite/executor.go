@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/internal/wakeup"
 	"github.com/jobd/jobd/store"
+	"github.com/jobd/jobd/store/wakeup"
 )
 
 // executor runs store.Executor's operations: on the Store, each write in

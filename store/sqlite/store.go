@@ -33,9 +33,9 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/internal/wakeup"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
+	"github.com/jobd/jobd/store/wakeup"
 )
 
 // busyTimeoutMS is how long a connection waits for another one's lock

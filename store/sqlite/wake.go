@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jobd/jobd/internal/wakeup"
 	"github.com/jobd/jobd/store"
+	"github.com/jobd/jobd/store/wakeup"
 )
 
 // hubs holds one wakeup.Hub per database file in this process, so that

@@ -9,6 +9,7 @@ import (
 // before the throwaway cluster stops (the removal of what the package's
 // tests shared: a binary they built).
 func MainThen(m *testing.M, cleanup func()) {
+	raiseParallel()
 	code := m.Run()
 	cleanup()
 	dropTemplates()

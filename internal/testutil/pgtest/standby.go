@@ -62,7 +62,7 @@ func NewReplicated(t testing.TB) (primary, standby *Cluster) {
 // startStandby copies primary into a new cluster directory and starts it
 // as its standby on a free port.
 func startStandby(primary *cluster) (*cluster, error) {
-	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", dirPrefix, os.Getpid()))
+	dir, err := newClusterDir()
 	if err != nil {
 		return nil, err
 	}

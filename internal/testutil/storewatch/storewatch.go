@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/jobd/jobd/flow"
-	"github.com/jobd/jobd/internal/testsignal"
+	"github.com/jobd/jobd/internal/testutil/testsignal"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 )

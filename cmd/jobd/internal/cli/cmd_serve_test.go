@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/jobd/jobd/internal/testutil/testsignal"
 )
 
 // lockedBuffer is a bytes.Buffer safe for a logger and a reader at once.
@@ -43,7 +45,7 @@ func TestServeGateway(t *testing.T) {
 	env := &Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderr, Getenv: func(k string) string {
 		return map[string]string{"JOBD_UPSTREAMS": "reports=" + upstream.URL}[k]
 	}}
-	env.signals.listening.Init()
+	testsignal.Of(&env.points.listening).Init()
 	ctx, cancel := context.WithCancel(context.Background())
 	exit := make(chan int, 1)
 	go func() {
@@ -56,7 +58,7 @@ func TestServeGateway(t *testing.T) {
 			t.Errorf("serve exited %d: %s", code, stderr)
 		}
 	}()
-	base := "http://" + env.signals.listening.Wait(t, "serve to listen")
+	base := "http://" + testsignal.Of(&env.points.listening).Wait(t, "serve to listen")
 
 	req, _ := http.NewRequest("GET", base+"/gw/reports/june", nil)
 	req.Header.Set("X-Async", "store")

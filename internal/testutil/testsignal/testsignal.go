@@ -1,19 +1,21 @@
 // Package testsignal lets tests wait for the code under test to reach a
 // point, instead of sleeping or scanning its logs (after River's
-// rivershared/testsignal). Production code holds a Signal and fires it at
-// an interesting point (a duty's pass done, an outcome dropped, a server
-// listening); a test initialises the Signal before it starts that code,
-// then waits on it with a timeout.
+// rivershared/testsignal). Production code reports at an interesting
+// point (a duty's pass done, an outcome dropped, a server listening)
+// through an observe.Point, which is inert until something attaches to
+// it; a test takes the Signal attached to that point (Of), initialises it
+// before it starts the code, then waits on it with a timeout.
 //
-// An uninitialised Signal costs one atomic load per Fire and keeps
-// nothing, so production code fires its signals unconditionally. The
-// package does not import testing: waits take the small TB interface.
+// Only tests import this package. It does not import testing: waits take
+// the small TB interface.
 package testsignal
 
 import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jobd/jobd/observe"
 )
 
 // Timeout bounds every wait. It only stops a hung test: a healthy one on
@@ -125,4 +127,24 @@ func (s *Signal[T]) Pending() []T {
 	vs := f.values
 	f.values = nil
 	return vs
+}
+
+// attached holds the Signal attached to each point (Of), by the point's
+// address.
+var attached sync.Map
+
+// Of returns the Signal attached to p, attaching a new one on the first
+// call: every call for one point returns the same Signal, so a test may
+// initialise it in one place and wait on it in another. Like any Signal,
+// it keeps nothing until Init.
+func Of[T any](p *observe.Point[T]) *Signal[T] {
+	if s, ok := attached.Load(p); ok {
+		return s.(*Signal[T])
+	}
+	s, loaded := attached.LoadOrStore(p, new(Signal[T]))
+	sig := s.(*Signal[T])
+	if !loaded {
+		p.Attach(sig.Fire)
+	}
+	return sig
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jobd/jobd/flow"
 	"github.com/jobd/jobd/internal/testutil/storewatch"
+	"github.com/jobd/jobd/internal/testutil/testsignal"
 	"github.com/jobd/jobd/store"
 )
 
@@ -24,7 +25,7 @@ func TestServeWritesConfiguredLimits(t *testing.T) {
 			watched = storewatch.Wrap(s)
 			return watched
 		}}
-	env.signals.listening.Init()
+	testsignal.Of(&env.points.listening).Init()
 	ctx, cancel := context.WithCancel(context.Background())
 	exit := make(chan int, 1)
 	go func() {
@@ -38,7 +39,7 @@ func TestServeWritesConfiguredLimits(t *testing.T) {
 			t.Errorf("serve exited %d: %s", code, stderr)
 		}
 	}()
-	base := "http://" + env.signals.listening.Wait(t, "serve to listen")
+	base := "http://" + testsignal.Of(&env.points.listening).Wait(t, "serve to listen")
 	want := flow.Limits{GlobalLimit: 5, Rate: &flow.Rate{Limit: 100, Period: time.Minute}}
 	storewatch.Until(t, watched, "the configured limits", func() bool {
 		all, err := watched.QueueSettings(context.Background())

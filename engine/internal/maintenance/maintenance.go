@@ -40,7 +40,7 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/internal/testsignal"
+	"github.com/jobd/jobd/observe"
 )
 
 // DefaultElection is the name of the leader election a Runner holds
@@ -123,36 +123,36 @@ type Runner struct {
 	// current is the term this node holds, nil when it does not lead.
 	current atomic.Pointer[term]
 
-	signals TestSignals
+	points Points
 }
 
-// TestSignals are the points of a Runner that tests wait for (see
-// package internal/testsignal); they cost nothing unless a test
-// initialises them.
-type TestSignals struct {
-	// Attempt fires after each election attempt, once the next one is
+// Points are where a Runner reports what its tests wait for
+// (observe.Point): inert unless something attaches to them, as the tests
+// do (internal/testutil/testsignal).
+type Points struct {
+	// Attempt reports after each election attempt, once the next one is
 	// scheduled, with whether this node leads.
-	Attempt testsignal.Signal[bool]
-	// Pass fires after each pass of a duty, once the next one is
+	Attempt observe.Point[bool]
+	// Pass reports after each pass of a duty, once the next one is
 	// scheduled.
-	Pass testsignal.Signal[PassDone]
-	// TermEnded fires when this node stopped leading and its leader duties
+	Pass observe.Point[PassDone]
+	// TermEnded reports when this node stopped leading and its leader duties
 	// have returned.
-	TermEnded testsignal.Signal[string]
-	// Watched fires when the elector's watch (LeaderWatcher) reported
+	TermEnded observe.Point[string]
+	// Watched reports when the elector's watch (LeaderWatcher) reported
 	// something and the election has acted on it: "present", "lost",
 	// "vacated", or "unavailable" when it cannot watch.
-	Watched testsignal.Signal[string]
+	Watched observe.Point[string]
 }
 
-// PassDone is one finished pass of a duty, as TestSignals.Pass reports it.
+// PassDone is one finished pass of a duty, as Points.Pass reports it.
 type PassDone struct {
 	Duty string
 	Err  error
 }
 
-// TestSignals returns the runner's signals, for tests.
-func (r *Runner) TestSignals() *TestSignals { return &r.signals }
+// Points returns the runner's points, for a watcher to attach to.
+func (r *Runner) Points() *Points { return &r.points }
 
 // New checks cfg and returns a Runner without duties.
 func New(cfg Config) (*Runner, error) {
@@ -264,7 +264,7 @@ func (r *Runner) loop(ctx context.Context, d Duty) {
 			delay = retryMin
 		}
 		t.Reset(next)
-		r.signals.Pass.Fire(PassDone{Duty: d.Name, Err: err})
+		r.points.Pass.Report(PassDone{Duty: d.Name, Err: err})
 	}
 }
 

@@ -123,7 +123,7 @@ func (r *Runner) elect(ctx context.Context, duties []Duty, feed *watchFeed) {
 				}
 			}
 			for _, ev := range events {
-				r.signals.Watched.Fire(ev)
+				r.points.Watched.Report(ev)
 			}
 			if !attempt {
 				continue
@@ -190,7 +190,7 @@ func (r *Runner) elect(ctx context.Context, duties []Duty, feed *watchFeed) {
 			ends.Stop()
 		}
 		next.Reset(after)
-		r.signals.Attempt.Fire(cur != nil && cur.holds(r.clock.Now()))
+		r.points.Attempt.Report(cur != nil && cur.holds(r.clock.Now()))
 	}
 }
 
@@ -219,7 +219,7 @@ func (r *Runner) endTerm(t *term, why string) {
 	t.duties.Wait()
 	r.current.CompareAndSwap(t, nil)
 	r.log.Info("maintenance: this node no longer leads", "node", r.cfg.Node, "election", r.cfg.Election, "why", why)
-	r.signals.TermEnded.Fire(why)
+	r.points.TermEnded.Report(why)
 }
 
 // resign gives the leadership up, so that another node need not wait for

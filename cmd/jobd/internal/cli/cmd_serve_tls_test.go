@@ -13,6 +13,7 @@ import (
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/client"
 	"github.com/jobd/jobd/internal/testutil/testcert"
+	"github.com/jobd/jobd/internal/testutil/testsignal"
 )
 
 // TestServeTLS: jobd serve with JOBD_TLS_CERT and JOBD_TLS_KEY serves
@@ -34,7 +35,7 @@ func TestServeTLS(t *testing.T) {
 	env := &Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderr, Getenv: func(k string) string {
 		return map[string]string{"JOBD_TLS_CERT": certPath, "JOBD_TLS_KEY": keyPath, "JOBD_ADMIN_SECRET": secret}[k]
 	}}
-	env.signals.listening.Init()
+	testsignal.Of(&env.points.listening).Init()
 	ctx, cancel := context.WithCancel(context.Background())
 	exit := make(chan int, 1)
 	go func() {
@@ -47,7 +48,7 @@ func TestServeTLS(t *testing.T) {
 			t.Errorf("serve exited %d: %s", code, stderr)
 		}
 	}()
-	addr := env.signals.listening.Wait(t, "serve to listen")
+	addr := testsignal.Of(&env.points.listening).Wait(t, "serve to listen")
 	base := "https://" + addr
 
 	// The Go client: with the CA, and without it.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jobd/jobd/flow"
 	"github.com/jobd/jobd/internal/gateway"
+	"github.com/jobd/jobd/internal/testutil/testsignal"
 	"github.com/jobd/jobd/store/sqlite"
 )
 
@@ -32,14 +33,14 @@ func TestServeGatewayThrottlesByUpstream(t *testing.T) {
 
 	stderr := &lockedBuffer{}
 	env := &Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderr, Getenv: func(string) string { return "" }}
-	env.signals.listening.Init()
+	testsignal.Of(&env.points.listening).Init()
 	sctx, cancel := context.WithCancel(ctx)
 	exit := make(chan int, 1)
 	go func() {
 		exit <- Main(sctx, []string{"serve", "--database", "sqlite:" + path, "--listen", "127.0.0.1:0",
 			"--upstream", "reports=http://127.0.0.1:9"}, env)
 	}()
-	env.signals.listening.Wait(t, "serve to listen")
+	testsignal.Of(&env.points.listening).Wait(t, "serve to listen")
 	cancel()
 	if code := <-exit; code != 0 {
 		t.Fatalf("serve exited %d: %s", code, stderr)

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/internal/maintenance"
-	"github.com/jobd/jobd/internal/testsignal"
+	"github.com/jobd/jobd/engine/internal/maintenance"
+	"github.com/jobd/jobd/internal/testutil/testsignal"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/sqlite"
 )
@@ -40,16 +40,16 @@ func withElector(t *testing.T, fn func(t *testing.T, s store.Store, clk *clock.F
 
 // newRunner returns a runner of node on s with a 30s term, its signals
 // initialised.
-func newRunner(t *testing.T, e maintenance.Elector, clk clock.Clock, node string) (*maintenance.Runner, *maintenance.TestSignals) {
+func newRunner(t *testing.T, e maintenance.Elector, clk clock.Clock, node string) (*maintenance.Runner, *maintenance.Points) {
 	t.Helper()
 	r, err := maintenance.New(maintenance.Config{Elector: e, Node: node, Term: 30 * time.Second, Clock: clk, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sig := r.TestSignals()
-	sig.Attempt.Init()
-	sig.Pass.Init()
-	sig.TermEnded.Init()
+	sig := r.Points()
+	testsignal.Of(&sig.Attempt).Init()
+	testsignal.Of(&sig.Pass).Init()
+	testsignal.Of(&sig.TermEnded).Init()
 	return r, sig
 }
 
@@ -87,9 +87,9 @@ func run(t *testing.T, r *maintenance.Runner) (stop func()) {
 	return stop
 }
 
-func waitPass(t *testing.T, sig *maintenance.TestSignals, duty string) error {
+func waitPass(t *testing.T, sig *maintenance.Points, duty string) error {
 	t.Helper()
-	return sig.Pass.WaitFor(t, "a pass of "+duty, func(p maintenance.PassDone) bool { return p.Duty == duty }).Err
+	return testsignal.Of(&sig.Pass).WaitFor(t, "a pass of "+duty, func(p maintenance.PassDone) bool { return p.Duty == duty }).Err
 }
 
 // hangingElector answers its first attempts from the store, then hangs
@@ -128,7 +128,7 @@ func TestTermEndsWithoutRenewal(t *testing.T) {
 			return ctx.Err()
 		}})
 		run(t, r)
-		if !sig.Attempt.Wait(t, "the first attempt") || !r.Leading() {
+		if !testsignal.Of(&sig.Attempt).Wait(t, "the first attempt") || !r.Leading() {
 			t.Fatal("the node does not lead after winning")
 		}
 		recvOrFail(t, began, "the leader duty's pass to begin")
@@ -154,13 +154,13 @@ func TestStopResigns(t *testing.T) {
 		a, aSig := newRunner(t, s, clk, "a")
 		mustAdd(t, a, maintenance.Duty{Name: "d", Interval: time.Hour, Leader: true, Pass: func(context.Context) error { return nil }})
 		stopA := run(t, a)
-		if !aSig.Attempt.Wait(t, "a's first attempt") {
+		if !testsignal.Of(&aSig.Attempt).Wait(t, "a's first attempt") {
 			t.Fatal("a does not lead")
 		}
 		b, bSig := newRunner(t, s, clk, "b")
 		mustAdd(t, b, maintenance.Duty{Name: "d", Interval: time.Hour, Leader: true, Pass: func(context.Context) error { return nil }})
 		run(t, b)
-		if bSig.Attempt.Wait(t, "b's first attempt") {
+		if testsignal.Of(&bSig.Attempt).Wait(t, "b's first attempt") {
 			t.Fatal("b leads beside a")
 		}
 		stopA()
@@ -168,7 +168,7 @@ func TestStopResigns(t *testing.T) {
 			t.Error("a says it leads after Run returned")
 		}
 		clk.Advance(10 * time.Second) // b's next attempt; a's term had 20s to run
-		if !bSig.Attempt.Wait(t, "b's next attempt") || !b.Leading() {
+		if !testsignal.Of(&bSig.Attempt).Wait(t, "b's next attempt") || !b.Leading() {
 			t.Fatal("b does not lead after a resigned")
 		}
 		if err := waitPass(t, bSig, "d"); err != nil {
@@ -244,7 +244,7 @@ func TestNoGoroutineOutlivesRun(t *testing.T) {
 		mustAdd(t, r, maintenance.Duty{Name: "everywhere", Interval: time.Second, Pass: func(context.Context) error { return nil }})
 		mustAdd(t, r, maintenance.Duty{Name: "leader", Interval: time.Second, Leader: true, Pass: func(context.Context) error { return nil }})
 		stops = append(stops, run(t, r))
-		if leads := sig.Attempt.Wait(t, node+"'s first attempt"); leads != (node == "leader") {
+		if leads := testsignal.Of(&sig.Attempt).Wait(t, node+"'s first attempt"); leads != (node == "leader") {
 			t.Fatalf("%s leads: %v", node, leads)
 		}
 		waitPass(t, sig, "everywhere")
@@ -269,7 +269,7 @@ func runnerGoroutines() []string {
 	for g := range strings.SplitSeq(string(buf), "\n\n") {
 		// Goroutines started by wg.Go say "created by sync": look for the
 		// package's frames instead.
-		if strings.Contains(g, "github.com/jobd/jobd/internal/maintenance.") && !strings.Contains(g, "testing.tRunner") {
+		if strings.Contains(g, "github.com/jobd/jobd/engine/internal/maintenance.") && !strings.Contains(g, "testing.tRunner") {
 			found = append(found, g)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/jobd/jobd/internal/buildinfo"
-	"github.com/jobd/jobd/internal/testsignal"
+	"github.com/jobd/jobd/observe"
 	"github.com/jobd/jobd/store"
 )
 
@@ -25,18 +25,19 @@ type Env struct {
 	// Getenv reads the environment (os.Getenv in production).
 	Getenv func(string) string
 
-	// signals are what the package's tests wait for.
-	signals envSignals
+	// points are where the commands report what their tests wait for.
+	points envPoints
 	// wrapStore, when set, wraps the store serve opens (a test watches
 	// the writes of a serve it runs in a subprocess).
 	wrapStore func(store.Store) store.Store
 }
 
-// envSignals are the points of the commands that tests wait for (see
-// package internal/testsignal).
-type envSignals struct {
-	// listening fires with the address serve listens on.
-	listening testsignal.Signal[string]
+// envPoints are where the commands report what their tests wait for
+// (observe.Point): inert unless something attaches to them, as the tests
+// do (internal/testutil/testsignal).
+type envPoints struct {
+	// listening reports with the address serve listens on.
+	listening observe.Point[string]
 }
 
 // Command is one sub-command.

@@ -6,7 +6,8 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/internal/maintenance"
+	"github.com/jobd/jobd/engine/internal/maintenance"
+	"github.com/jobd/jobd/internal/testutil/testsignal"
 	"github.com/jobd/jobd/store"
 )
 
@@ -53,11 +54,11 @@ func TestWatchLostEndsTerm(t *testing.T) {
 	withElector(t, func(t *testing.T, s store.Store, clk *clock.Fake) {
 		w := newScriptedWatcher(s)
 		r, sig := newRunner(t, w, clk, "a")
-		sig.Watched.Init()
+		testsignal.Of(&sig.Watched).Init()
 		terms := make(chan maintenance.Term, 4)
 		mustAdd(t, r, termDuty(terms))
 		run(t, r)
-		if !sig.Attempt.Wait(t, "the first attempt") {
+		if !testsignal.Of(&sig.Attempt).Wait(t, "the first attempt") {
 			t.Fatal("a does not lead")
 		}
 		first := recvOrFail(t, terms, "the first pass")
@@ -65,14 +66,14 @@ func TestWatchLostEndsTerm(t *testing.T) {
 			t.Errorf("the first term %+v has a hand-over span", first)
 		}
 		w.present <- true
-		sig.Watched.WaitFor(t, "the presence", func(ev string) bool { return ev == "present" })
+		testsignal.Of(&sig.Watched).WaitFor(t, "the presence", func(ev string) bool { return ev == "present" })
 		w.present <- false
-		why := sig.TermEnded.Wait(t, "the term to end")
+		why := testsignal.Of(&sig.TermEnded).Wait(t, "the term to end")
 		if why != "its presence in the election was lost" || r.Leading() {
 			t.Fatalf("the term ended %q, leading %t", why, r.Leading())
 		}
 		w.present <- true
-		if !sig.Attempt.WaitFor(t, "an attempt that leads", func(leads bool) bool { return leads }) {
+		if !testsignal.Of(&sig.Attempt).WaitFor(t, "an attempt that leads", func(leads bool) bool { return leads }) {
 			t.Fatal("unreachable")
 		}
 		second := recvOrFail(t, terms, "the second term's pass")
@@ -97,7 +98,7 @@ func TestWatchVacated(t *testing.T) {
 		terms := make(chan maintenance.Term, 4)
 		mustAdd(t, b, termDuty(terms))
 		run(t, b)
-		if sig.Attempt.Wait(t, "b's first attempt") {
+		if testsignal.Of(&sig.Attempt).Wait(t, "b's first attempt") {
 			t.Fatal("b leads beside x")
 		}
 		contact := clk.Now()
@@ -106,7 +107,7 @@ func TestWatchVacated(t *testing.T) {
 			t.Fatal(err)
 		}
 		w.vacate <- struct{}{}
-		if !sig.Attempt.Wait(t, "b's attempt on the news") || !b.Leading() {
+		if !testsignal.Of(&sig.Attempt).Wait(t, "b's attempt on the news") || !b.Leading() {
 			t.Fatal("b does not lead after x was gone")
 		}
 		term := recvOrFail(t, terms, "b's first pass")

@@ -8,7 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/jobd/jobd/internal/testsignal"
+	"github.com/jobd/jobd/internal/testutil/testsignal"
+	"github.com/jobd/jobd/observe"
 )
 
 func TestUninitialisedSignalIsInert(t *testing.T) {
@@ -106,4 +107,19 @@ func TestBeaconUntilHoldsAtOnce(t *testing.T) {
 	var b testsignal.Beacon
 	b.Init()
 	b.Until(t, "a condition that holds", func() bool { return true })
+}
+
+func TestOfAttachesOneSignalPerPoint(t *testing.T) {
+	var p observe.Point[int]
+	p.Report(1) // nothing attached: inert
+	s := testsignal.Of(&p)
+	if testsignal.Of(&p) != s {
+		t.Fatal("Of returned two Signals for one point")
+	}
+	p.Report(2) // attached, not initialised: kept nowhere
+	s.Init()
+	p.Report(3)
+	if got := s.Pending(); !slices.Equal(got, []int{3}) {
+		t.Fatalf("Pending = %v, want [3]", got)
+	}
 }

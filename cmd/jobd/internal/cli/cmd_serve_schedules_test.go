@@ -16,7 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/jobd/jobd/internal/maintenance"
+	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
 	"github.com/jobd/jobd/internal/testutil/storewatch"
 	"github.com/jobd/jobd/schedule"
@@ -51,6 +51,9 @@ func TestHelperScheduleNode(t *testing.T) {
 // fenced advance), none missed (catch_up all runs the ticks that fell
 // while no node led).
 func TestSchedulesNodesKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("20 s of ticks under SIGKILLed jobd serve subprocesses")
+	}
 	for _, driver := range []string{"sqlite", "postgres"} {
 		t.Run(driver, func(t *testing.T) {
 			t.Parallel()
@@ -238,7 +241,7 @@ func leaderReader(t *testing.T, driver, dsn string) func() string {
 		return func() string {
 			var node string
 			err := conn.QueryRow(context.Background(), `SELECT node FROM jobd_leaders WHERE name = $1 AND expires_at > now()`,
-				maintenance.DefaultElection).Scan(&node)
+				engine.Election).Scan(&node)
 			if err != nil && err != pgx.ErrNoRows {
 				t.Fatal(err)
 			}
@@ -253,7 +256,7 @@ func leaderReader(t *testing.T, driver, dsn string) func() string {
 	return func() string {
 		var node string
 		err := db.QueryRow(`SELECT node FROM jobd_leaders WHERE name = ? AND expires_at > ?`,
-			maintenance.DefaultElection, time.Now().UnixMicro()).Scan(&node)
+			engine.Election, time.Now().UnixMicro()).Scan(&node)
 		if err != nil && err != sql.ErrNoRows {
 			t.Fatal(err)
 		}

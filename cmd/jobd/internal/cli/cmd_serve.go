@@ -170,7 +170,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		return usage(err)
 	}
 	defer srv.Close()
-	env.signals.listening.Fire(srv.Addr())
+	env.points.listening.Report(srv.Addr())
 	return srv.Run(ctx)
 }
 

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/api"
-	"github.com/jobd/jobd/internal/testsignal"
+	"github.com/jobd/jobd/internal/testutil/testsignal"
 )
 
 // delivered is one webhook delivery a test receiver got.
@@ -67,7 +67,7 @@ func TestServeWebhooks(t *testing.T) {
 	env := &Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: stderr, Getenv: func(k string) string {
 		return map[string]string{"JOBD_WEBHOOKS": config}[k]
 	}}
-	env.signals.listening.Init()
+	testsignal.Of(&env.points.listening).Init()
 	ctx, cancel := context.WithCancel(context.Background())
 	exit := make(chan int, 1)
 	go func() {
@@ -80,7 +80,7 @@ func TestServeWebhooks(t *testing.T) {
 			t.Errorf("serve exited %d: %s", code, stderr)
 		}
 	}()
-	base := "http://" + env.signals.listening.Wait(t, "serve to listen")
+	base := "http://" + testsignal.Of(&env.points.listening).Wait(t, "serve to listen")
 
 	body := `{"kind":"sleep","args":{"ms":1,"fail_attempts":1},"max_attempts":1,"callback_url":"` + rcv.URL + `/cb?token=abc"}`
 	resp, err := http.Post(base+"/api/v1/jobs", "application/json", strings.NewReader(body))
