@@ -332,7 +332,11 @@ func TestThrottleAcrossNodes(t *testing.T) {
 		ws = append(ws, work{Partition: "a", HoldMS: 1}, work{Partition: "b", HoldMS: 1})
 	}
 	c.insert(t, queue, ws)
+	deadline := time.Now().Add(time.Minute)
 	for {
+		if time.Now().After(deadline) {
+			t.Fatal("the throttled job did not succeed within a minute")
+		}
 		j, err := c.st[0].JobGet(context.Background(), trigger.ID)
 		if err != nil {
 			t.Fatal(err)
