@@ -164,11 +164,15 @@ func (d *dash) metrics() []string {
 }
 
 // waitMetrics polls GET /metrics, every 10 ms for at most 30 s, until
-// ok holds of its lines.
-func (d *dash) waitMetrics(what string, ok func(lines []string) bool) {
+// ok holds of its lines; sent is when the request was sent.
+func (d *dash) waitMetrics(what string, ok func(lines []string, sent time.Time) bool) {
 	d.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for !ok(d.metrics()) {
+	for {
+		sent := time.Now()
+		if ok(d.metrics(), sent) {
+			return
+		}
 		if time.Now().After(deadline) {
 			d.t.Fatalf("GET /metrics: no %s after 30s", what)
 		}
@@ -180,7 +184,7 @@ func (d *dash) waitMetrics(what string, ok func(lines []string) bool) {
 // health gauges show a snapshot with it.
 func (d *dash) waitMetric(line string) {
 	d.t.Helper()
-	d.waitMetrics(line, func(lines []string) bool { return slices.Contains(lines, line) })
+	d.waitMetrics(line, func(lines []string, _ time.Time) bool { return slices.Contains(lines, line) })
 }
 
 // waitSnapshot waits until the node's queue health snapshot, which the
@@ -189,10 +193,11 @@ func (d *dash) waitMetric(line string) {
 func (d *dash) waitSnapshot() {
 	d.t.Helper()
 	called := time.Now()
-	d.waitMetrics("queue health snapshot begun after the test's writes", func(lines []string) bool {
-		scraped := time.Now() // before the node collected the gauges: began is later than this bound
+	d.waitMetrics("queue health snapshot begun after the test's writes", func(lines []string, sent time.Time) bool {
+		// The gauges were collected after sent: the snapshot was begun
+		// after sent, less its age and its refresh's duration.
 		age, took := gauge(lines, "jobd_queue_health_age_seconds"), gauge(lines, "jobd_queue_health_refresh_duration_seconds")
-		return age >= 0 && took >= 0 && !scraped.Add(-seconds(age)-seconds(took)).Before(called)
+		return age >= 0 && took >= 0 && !sent.Add(-seconds(age)-seconds(took)).Before(called)
 	})
 }
 
