@@ -101,8 +101,7 @@ type Config struct {
 	// Its durable limits (MaxSteps, MaxStepResultBytes, MaxChildren:
 	// jobd serve --max-steps, --max-step-result-bytes, --max-children)
 	// bound the remote workers' steps and children too. Its Clock is the
-	// server's: the gateway's result TTL and the dashboard's sessions
-	// read it too.
+	// server's: the gateway's result TTL and the dashboard read it too.
 	Engine engine.Config
 	// MaxArgsBytes limits a job's args (submissions, schedule templates,
 	// gateway requests); default job.DefaultMaxArgsBytes.
