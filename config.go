@@ -100,7 +100,8 @@ type Config struct {
 	// added when those are configured, unless Queues names their queues.
 	// Its durable limits (MaxSteps, MaxStepResultBytes, MaxChildren:
 	// jobd serve --max-steps, --max-step-result-bytes, --max-children)
-	// bound the remote workers' steps and children too.
+	// bound the remote workers' steps and children too. Its Clock is the
+	// server's: the gateway's result TTL and the dashboard read it too.
 	Engine engine.Config
 	// MaxArgsBytes limits a job's args (submissions, schedule templates,
 	// gateway requests); default job.DefaultMaxArgsBytes.
@@ -127,6 +128,15 @@ type Config struct {
 	Webhooks WebhookConfig
 	// Metrics configures /metrics and the queue health gauges.
 	Metrics MetricsConfig
+	// Dashboard configures the web dashboard at /ui/.
+	Dashboard DashboardConfig
+}
+
+// DashboardConfig configures the web dashboard.
+type DashboardConfig struct {
+	// ScanLimit is how many jobs a page of the jobs list looks at, at
+	// most, whatever its filters match; default web.DefaultScanLimit.
+	ScanLimit int
 }
 
 // PostgresConfig is what a PostgreSQL Database needs beyond its URL.
@@ -160,6 +170,10 @@ type HTTPConfig struct {
 	// event streams; defaults httpapi's.
 	MaxStreams, MaxStreamsPerCaller int
 	StreamMaxAge                    time.Duration
+	// StreamRecheck is how often an open stream checks that its
+	// credential still holds: a stream of a revoked key or session ends
+	// within it; default httpapi.DefaultStreamRecheck (5 s).
+	StreamRecheck time.Duration
 	// PollInterval is how often a long-poll or a stream re-reads its
 	// job; default httpapi.DefaultPollInterval.
 	PollInterval time.Duration
@@ -194,6 +208,14 @@ type GatewayConfig struct {
 	// MaxResponseBytes fails a request whose response is larger; default
 	// gateway.DefaultMaxResponseBytes.
 	MaxResponseBytes int64
+	// MaxAttempts bounds the attempts of each request's upstream call
+	// (a 5xx answer or a network error is tried again); default
+	// job.DefaultMaxAttempts.
+	MaxAttempts int
+	// SweepInterval is how often the maintenance leader removes the
+	// results older than ResultTTL; default gateway.DefaultSweepInterval
+	// (1 minute).
+	SweepInterval time.Duration
 }
 
 // Defaults of GatewayConfig.

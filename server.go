@@ -183,6 +183,7 @@ func (s *Server) build(ctx context.Context, secrets *redact.Secrets) error {
 	s.health = metrics.WatchHealth(telemetry.HealthConfig{Source: s.store, Interval: c.Metrics.HealthInterval, Logger: s.log})
 	streams, err := httpapi.NewStreams(httpapi.StreamLimits{
 		MaxOpen: c.HTTP.MaxStreams, MaxPerCaller: c.HTTP.MaxStreamsPerCaller, MaxAge: c.HTTP.StreamMaxAge,
+		Recheck: c.HTTP.StreamRecheck,
 	})
 	if err != nil {
 		return invalidErr(err)
@@ -298,6 +299,7 @@ func (s *Server) gateway(ctx context.Context, eng *engine.Engine, metrics *telem
 		Store: s.store, Engine: eng, Upstreams: c.Gateway.Upstreams, Logger: s.log, Observer: metrics, Tracer: c.Tracer,
 		MaxPending: c.Gateway.MaxPending, ResultTTL: c.Gateway.ResultTTL,
 		MaxResponseBytes: c.Gateway.MaxResponseBytes, MaxArgsBytes: c.MaxArgsBytes,
+		MaxAttempts: c.Gateway.MaxAttempts, SweepInterval: c.Gateway.SweepInterval, Clock: c.Engine.Clock,
 	}
 	if c.AdminSecret != "" {
 		gcfg.Authorizer = httpapi.NewAuthorizer(s.store, c.AdminSecret)
@@ -331,7 +333,7 @@ func (s *Server) surface(apiCfg httpapi.Config, gw *gateway.Gateway) (http.Handl
 	ui, err := web.New(web.Config{
 		Store: s.store, AdminSecret: apiCfg.AdminSecret, JobStream: stream,
 		Health: s.health.Snapshot, Leading: s.engine.Leading, Processes: apiCfg.Processes, Async: gw,
-		Schedules: apiCfg.Schedules, Logger: s.log,
+		Schedules: apiCfg.Schedules, Logger: s.log, ScanLimit: s.cfg.Dashboard.ScanLimit, Clock: s.cfg.Engine.Clock,
 	})
 	if err != nil {
 		return nil, invalidErr(err)

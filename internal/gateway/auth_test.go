@@ -18,7 +18,7 @@ func TestAuth(t *testing.T) {
 	eachStore(t, func(t *testing.T, db database) {
 		up := newUpstream(t)
 		withUser := strings.Replace(up.URL, "http://", "http://svc:pw@", 1)
-		n := start(t, db, up, options{secret: "s3cret", upstreamURL: withUser})
+		n := start(t, db, up, options{secret: "s3cret-admin-for-tests", upstreamURL: withUser})
 
 		for _, cred := range []string{"Authorization: Bearer wrong", "Authorization: ", "Authorization: Bearer jobd_000000000000_" + strings.Repeat("0", 64)} {
 			r := n.do("POST", "/gw/up/echo", "x", cred, "X-Async: store")
@@ -48,7 +48,7 @@ func TestAuth(t *testing.T) {
 			Headers map[string][]string `json:"headers"`
 		}
 		j := n.waitState(id, job.StateSucceeded)
-		if err := json.Unmarshal(j.Args, &stored); err != nil || stored.Headers["Authorization"] != nil || strings.Contains(string(j.Args), "s3cret") {
+		if err := json.Unmarshal(j.Args, &stored); err != nil || stored.Headers["Authorization"] != nil || strings.Contains(string(j.Args), "s3cret-admin-for-tests") {
 			t.Fatalf("the queued request kept jobd's credential: %s", j.Args)
 		}
 
@@ -77,7 +77,7 @@ func TestAuth(t *testing.T) {
 }
 
 // key creates an API key with one scope.
-func (n *jobd) key(scope string) string {
+func (n *node) key(scope string) string {
 	n.t.Helper()
 	r := n.do("POST", "/api/v1/keys", `{"name":"k","scopes":["`+scope+`"]}`, "Content-Type: application/json")
 	want(n.t, "create key", r, http.StatusCreated)

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,10 +20,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/jobd/jobd"
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/internal/gateway"
-	"github.com/jobd/jobd/internal/httpapi"
 	"github.com/jobd/jobd/internal/testutil/pgtest"
 	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
 	"github.com/jobd/jobd/internal/testutil/storewatch"
@@ -200,20 +201,19 @@ type options struct {
 	maxResponse int64
 	concurrency int
 	maxAttempts int
-	clock       clock.Clock // the gateway's
+	clock       clock.Clock // the node's (its engine's, so its gateway's)
 	ttl         time.Duration
 	timeout     time.Duration
 	upstreamURL string // default the test upstream's
 	heartbeat   time.Duration
-	sweep       time.Duration // the result TTL's interval
-	noWorkers   bool          // no worker pool for the gateway queue
-	onGateway   func(*gateway.Gateway)
+	sweep       time.Duration      // the result TTL's interval
+	noWorkers   bool               // no worker pool for the gateway queue
 	more        []gateway.Upstream // upstreams besides "up"
 }
 
-// jobd is a node under test: store, engine, gateway and HTTP server, as
-// jobd serve composes them.
-type jobd struct {
+// node is a jobd under test: store, engine, gateway and HTTP server, as
+// jobd serve composes them (jobd.NewServer).
+type node struct {
 	t    *testing.T
 	URL  string
 	st   store.Store
@@ -223,7 +223,7 @@ type jobd struct {
 
 // start runs a jobd on db in front of up, stopped when the test ends (or
 // by stop, to restart).
-func start(t *testing.T, db database, up *upstream, o options) *jobd {
+func start(t *testing.T, db database, up *upstream, o options) *node {
 	t.Helper()
 	st := db.open(t)
 	if o.concurrency == 0 {
@@ -236,16 +236,9 @@ func start(t *testing.T, db database, up *upstream, o options) *jobd {
 		Queue: gateway.Queue, Concurrency: o.concurrency,
 		Backoff: engine.Backoff{Base: time.Millisecond, Max: 5 * time.Millisecond},
 	}}
+	gwConcurrency := 0
 	if o.noWorkers {
-		queues = nil
-	}
-	eng, err := engine.New(engine.Config{
-		Store: st, Logger: quiet, PollInterval: 20 * time.Millisecond,
-		ShutdownTimeout: 50 * time.Millisecond, HeartbeatInterval: o.heartbeat,
-		Queues: queues,
-	})
-	if err != nil {
-		t.Fatal(err)
+		queues, gwConcurrency = nil, -1
 	}
 	raw := o.upstreamURL
 	if raw == "" {
@@ -255,43 +248,28 @@ func start(t *testing.T, db database, up *upstream, o options) *jobd {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := gateway.Config{
-		Store: st, Engine: eng, Logger: quiet, Clock: o.clock,
-		Upstreams:  append([]gateway.Upstream{{Name: "up", URL: target, Timeout: o.timeout}}, o.more...),
-		MaxPending: o.maxPending, MaxResponseBytes: o.maxResponse,
-		MaxAttempts: o.maxAttempts, ResultTTL: o.ttl, SweepInterval: o.sweep,
-	}
-	if o.secret != "" {
-		cfg.Authorizer = httpapi.NewAuthorizer(st, o.secret)
-	}
-	gw, err := gateway.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.onGateway != nil {
-		o.onGateway(gw)
-	}
-	// As jobd serve does at start.
-	if err := gw.ThrottleByUpstream(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	apiHandler, err := httpapi.New(httpapi.Config{Store: st, Logger: quiet, AdminSecret: o.secret, Async: gw.Results()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	gwHandler := gw.Handler()
-	for _, p := range []string{"/gw/", "/_api/job", "/_api/job/"} {
-		mux.Handle(p, gwHandler)
-	}
-	mux.Handle("/", apiHandler)
-	srv := httptest.NewServer(mux)
-
 	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := jobd.NewServer(ctx, jobd.Config{
+		Store: st, Logger: quiet, AdminSecret: o.secret,
+		Engine: engine.Config{
+			PollInterval: 20 * time.Millisecond, ShutdownTimeout: 50 * time.Millisecond,
+			HeartbeatInterval: o.heartbeat, Clock: o.clock, Queues: queues,
+		},
+		Gateway: jobd.GatewayConfig{
+			Upstreams:  append([]gateway.Upstream{{Name: "up", URL: target, Timeout: o.timeout}}, o.more...),
+			MaxPending: o.maxPending, MaxResponseBytes: o.maxResponse, Concurrency: gwConcurrency,
+			MaxAttempts: o.maxAttempts, ResultTTL: o.ttl, SweepInterval: o.sweep,
+		},
+	})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := eng.Run(ctx); err != nil {
-			t.Errorf("engine: %v", err)
+		if err := srv.Run(ctx); err != nil {
+			t.Errorf("server: %v", err)
 		}
 	})
 	var once sync.Once
@@ -299,12 +277,15 @@ func start(t *testing.T, db database, up *upstream, o options) *jobd {
 		once.Do(func() {
 			cancel()
 			wg.Wait()
-			srv.Close()
+			hs.Close()
+			if err := srv.Close(); err != nil {
+				t.Errorf("close: %v", err)
+			}
 			st.Close()
 		})
 	}
 	t.Cleanup(stop)
-	return &jobd{t: t, URL: srv.URL, st: st, auth: o.secret, stop: stop}
+	return &node{t: t, URL: hs.URL, st: st, auth: o.secret, stop: stop}
 }
 
 type response struct {
@@ -319,7 +300,7 @@ func (r *response) String() string {
 
 // do sends a request; hdr are "Name: value" pairs. The node's secret is
 // sent unless hdr carries an Authorization.
-func (n *jobd) do(method, path, body string, hdr ...string) *response {
+func (n *node) do(method, path, body string, hdr ...string) *response {
 	n.t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -358,7 +339,7 @@ func want(t *testing.T, what string, r *response, status int) {
 
 // submit sends an async request that must be accepted; it returns the
 // job's id (zero for fire-and-forget).
-func (n *jobd) submit(method, path, body, mode string, hdr ...string) uuid.UUID {
+func (n *node) submit(method, path, body, mode string, hdr ...string) uuid.UUID {
 	n.t.Helper()
 	r := n.do(method, path, body, append(hdr, "X-Async: "+mode)...)
 	want(n.t, method+" "+path+" async", r, http.StatusAccepted)
@@ -384,7 +365,7 @@ func (n *jobd) submit(method, path, body, mode string, hdr ...string) uuid.UUID 
 
 // waitState waits until the job reaches state, checking it after each
 // write to the node's (watched) store.
-func (n *jobd) waitState(id uuid.UUID, state job.State) *job.Job {
+func (n *node) waitState(id uuid.UUID, state job.State) *job.Job {
 	n.t.Helper()
 	var j *job.Job
 	storewatch.Until(n.t, n.st, fmt.Sprintf("job %s to reach %s", id, state), func() bool {
@@ -397,8 +378,21 @@ func (n *jobd) waitState(id uuid.UUID, state job.State) *job.Job {
 	return j
 }
 
+// waitGone waits until the job is removed from the store, checking after
+// each write to the node's (watched) store.
+func (n *node) waitGone(id uuid.UUID) {
+	n.t.Helper()
+	storewatch.Until(n.t, n.st, fmt.Sprintf("job %s to be removed", id), func() bool {
+		_, err := n.st.JobGet(context.Background(), id)
+		if err != nil && !errors.Is(err, job.ErrNotFound) {
+			n.t.Fatalf("JobGet %s: %v", id, err)
+		}
+		return errors.Is(err, job.ErrNotFound)
+	})
+}
+
 // jobCount is the number of gateway jobs in the store.
-func (n *jobd) jobCount() int64 {
+func (n *node) jobCount() int64 {
 	n.t.Helper()
 	res, err := n.st.JobList(context.Background(), store.ListParams{Queue: gateway.Queue})
 	if err != nil {

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/clock"
-	"github.com/jobd/jobd/internal/gateway"
-	"github.com/jobd/jobd/internal/testutil/testsignal"
 	"github.com/jobd/jobd/job"
 )
 
@@ -55,20 +53,13 @@ func TestResultTTL(t *testing.T) {
 	eachStore(t, func(t *testing.T, db database) {
 		up := newUpstream(t)
 		clk := clock.NewFake(time.Now())
-		var swept *testsignal.Signal[int]
-		n := start(t, db, up, options{clock: clk, ttl: time.Hour, sweep: 10 * time.Millisecond,
-			onGateway: func(g *gateway.Gateway) {
-				swept = gateway.SweptSignal(g)
-				swept.Init()
-			}})
+		n := start(t, db, up, options{clock: clk, ttl: time.Hour, sweep: 10 * time.Millisecond})
 		id := n.submit("GET", "/gw/up/echo", "", "store")
 		n.waitState(id, job.StateSucceeded)
 		want(t, "GET before the TTL", n.do("GET", "/api/v1/async/"+id.String(), ""), http.StatusOK)
 
 		clk.Advance(time.Hour + time.Minute)
-		// Nothing else could expire: the first pass that removes a result
-		// removed this one.
-		swept.WaitFor(t, "a pass of the result TTL to remove the expired result", func(removed int) bool { return removed > 0 })
+		n.waitGone(id)
 		want(t, "GET after the TTL", n.do("GET", "/api/v1/async/"+id.String(), ""), http.StatusNotFound)
 	})
 }

@@ -253,7 +253,7 @@ func TestCancelOnAnotherNode(t *testing.T) {
 func TestResultRoutesUnknownIDs(t *testing.T) {
 	eachStore(t, func(t *testing.T, db database) {
 		up := newUpstream(t)
-		n := start(t, db, up, options{secret: "s3cret"})
+		n := start(t, db, up, options{secret: "s3cret-admin-for-tests"})
 		for _, prefix := range []string{"/api/v1/async/", "/_api/job/"} {
 			for _, id := range []string{"foobar", "123", "0190b7a4-0000-7000-8000", "x%00y", "a/b", "%ff", uuid.NewString()} {
 				for _, c := range []struct{ method, path string }{

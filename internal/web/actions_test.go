@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/client"
@@ -96,10 +97,11 @@ func TestJobActions(t *testing.T) {
 // whose name needs escaping too.
 func TestQueueActions(t *testing.T) {
 	eachStore(t, func(t *testing.T, st store.Store) {
-		d := newDash(t, st, dashOptions{})
+		d := newDash(t, st, dashOptions{HealthInterval: 10 * time.Millisecond})
 		b := d.browser()
 		name := "reports/eu west?#"
 		d.submit(api.SubmitRequest{Kind: "noop", Queue: name})
+		d.waitSnapshot()
 		p := b.get("/ui/")
 		action := "/ui/queues/" + url.PathEscape(name) + "/pause"
 		if !strings.Contains(p.body, `action="`+strings.ReplaceAll(action, "%3F", "%3F")+`"`) {

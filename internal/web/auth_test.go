@@ -226,9 +226,9 @@ func TestRevokedKeyEndsSession(t *testing.T) {
 // secret and database accepts it.
 func TestForgedCookies(t *testing.T) {
 	st := openStore(t, "sqlite")
-	other := newDash(t, st, dashOptions{Secret: "another-secret"})
+	other := newDash(t, st, dashOptions{Secret: "another-admin-secret"})
 	ob := other.browser()
-	ob.login("another-secret")
+	ob.login("another-admin-secret")
 	var stolen *http.Cookie
 	for _, c := range ob.hc.Jar.Cookies(mustURL(t, other.URL+"/ui/")) {
 		if c.Name == "jobd_session" {
@@ -252,7 +252,7 @@ func TestForgedCookies(t *testing.T) {
 		}
 	}
 	// The same secret on another node accepts the session.
-	d2 := newDash(t, st, dashOptions{Secret: "another-secret"})
+	d2 := newDash(t, st, dashOptions{Secret: "another-admin-secret"})
 	req, _ := http.NewRequest("GET", d2.URL+"/ui/jobs", nil)
 	req.AddCookie(&http.Cookie{Name: "jobd_session", Value: stolen.Value})
 	resp, err := d2.srv.Client().Do(req)

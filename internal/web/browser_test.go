@@ -210,7 +210,7 @@ func browserScenario(t *testing.T, st store.Store, screenshots bool) {
 	if screenshots {
 		shots = os.Getenv("JOBD_UI_SCREENSHOTS")
 	}
-	d := newDash(t, st, dashOptions{Secret: secret, Engine: true})
+	d := newDash(t, st, dashOptions{Secret: secret, Engine: true, HealthInterval: 10 * time.Millisecond})
 	ctx := context.Background()
 	for i := 0; i < 3; i++ {
 		j := d.submit(api.SubmitRequest{Kind: "noop"})
@@ -257,6 +257,7 @@ func browserScenario(t *testing.T, st store.Store, screenshots bool) {
 		}
 	}
 	report(`{"480p":{"done":120,"total":120,"state":"done"},"720p":{"done":60,"total":120,"state":"encoding"},"1080p":{"done":0,"total":120,"state":"queued"}}`, 1)
+	d.waitSnapshot()
 
 	b := newTab(t)
 

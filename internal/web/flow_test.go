@@ -16,7 +16,7 @@ import (
 // it refreshes from, show the queue's limits and its throttle.
 func TestOverviewShowsFlowControl(t *testing.T) {
 	eachStore(t, func(t *testing.T, st store.Store) {
-		d := newDash(t, st, dashOptions{})
+		d := newDash(t, st, dashOptions{HealthInterval: 10 * time.Millisecond})
 		ctx := context.Background()
 		d.submit(api.SubmitRequest{Kind: "noop", Queue: "api"})
 		d.submit(api.SubmitRequest{Kind: "noop", Queue: "plain"})
@@ -31,6 +31,7 @@ func TestOverviewShowsFlowControl(t *testing.T) {
 		if _, err := st.JobFinish(ctx, []store.Outcome{{Lease: store.Lease{ID: js[0].ID, Token: js[0].LeaseToken}, Outcome: job.Outcome{Status: store.OutcomeFailed, Error: "429", Throttle: time.Hour}}}); err != nil {
 			t.Fatal(err)
 		}
+		d.waitSnapshot()
 
 		b := d.browser()
 		p := b.get("/ui/")

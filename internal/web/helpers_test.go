@@ -3,7 +3,6 @@ package web_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,23 +10,22 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jobd/jobd"
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/client"
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/engine"
-	"github.com/jobd/jobd/engine/builtin"
 	"github.com/jobd/jobd/internal/gateway"
-	"github.com/jobd/jobd/internal/httpapi"
 	"github.com/jobd/jobd/internal/testutil/pgtest"
 	"github.com/jobd/jobd/internal/testutil/teststore"
-	"github.com/jobd/jobd/internal/web"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/process"
-	"github.com/jobd/jobd/schedule"
 	"github.com/jobd/jobd/store"
 )
 
@@ -49,8 +47,8 @@ func eachStore(t *testing.T, fn func(t *testing.T, st store.Store)) {
 type dashOptions struct {
 	// Secret turns authentication on.
 	Secret string
-	// Engine runs an engine with the built-in kinds on queue "default"
-	// (2 workers), its progress written every 10ms.
+	// Engine gives the node a pool of 2 workers on queue "default", which
+	// runs the built-in kinds, its progress written every 10ms.
 	Engine bool
 	// TLS serves HTTPS.
 	TLS bool
@@ -60,120 +58,164 @@ type dashOptions struct {
 	Processor process.Processor
 	// Upstream is the async gateway's upstream "reports".
 	Upstream *url.URL
-	// Clock is the dashboard's (default the real one).
+	// Clock is the node's (default the real one).
 	Clock clock.Clock
-	// Health is the node's queue health snapshot (web.Config.Health);
-	// nil reads the store.
-	Health func() (*store.Health, time.Time)
-	// Streams bounds the API's and the dashboard's event streams
-	// (default httpapi's).
-	Streams *httpapi.Streams
+	// HealthInterval is the refresh period of the node's queue health
+	// snapshot (default jobd's).
+	HealthInterval time.Duration
+	// MaxStreamsPerCaller, StreamRecheck and StreamMaxAge bound the API's
+	// and the dashboard's event streams (default jobd's).
+	MaxStreamsPerCaller int
+	StreamRecheck       time.Duration
+	StreamMaxAge        time.Duration
 }
 
 // dash is jobd's API and dashboard over a real store behind a real HTTP
-// server, wired as jobd serve wires them (web.Mount beside the API).
+// server, the whole node as jobd serve composes it (jobd.NewServer).
 type dash struct {
 	t     testing.TB
 	URL   string
 	store store.Store
 	srv   *httptest.Server
+	// secret is the admin secret, "" when authentication is off.
+	secret string
 	// api is a client of the API with the admin secret.
 	api *client.Client
 }
 
 func newDash(t testing.TB, st store.Store, o dashOptions) *dash {
 	t.Helper()
-	logger := slog.New(slog.DiscardHandler)
-	apiCfg := httpapi.Config{Store: st, AdminSecret: o.Secret, Logger: logger, PollInterval: 10 * time.Millisecond, Streams: o.Streams}
-	cfg := web.Config{Store: st, AdminSecret: o.Secret, Logger: logger, ScanLimit: o.ScanLimit, Clock: o.Clock, Health: o.Health}
-	// The one scheduler the API and the dashboard share, as in jobd serve
-	// (its ticker does not run here).
-	scheduler, err := schedule.New(schedule.Config{Store: st, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	apiCfg.Schedules, cfg.Schedules = scheduler, scheduler
-	var gw *gateway.Gateway
+	var queues []engine.QueueConfig
 	if o.Engine || o.Processor != nil || o.Upstream != nil {
-		queues := []engine.QueueConfig{{Queue: "default", Concurrency: 2}}
-		if o.Processor != nil {
-			queues = append(queues, engine.QueueConfig{Queue: process.DefaultQueue, Concurrency: 2})
-		}
-		if o.Upstream != nil {
-			queues = append(queues, engine.QueueConfig{Queue: gateway.Queue, Concurrency: 2})
-		}
-		eng, err := engine.New(engine.Config{
-			Store: st, Logger: logger, Queues: queues,
+		queues = []engine.QueueConfig{{Queue: "default", Concurrency: 2}}
+	}
+	cfg := jobd.Config{
+		Store: st, Logger: slog.New(slog.DiscardHandler), AdminSecret: o.Secret,
+		Engine: engine.Config{
+			Queues: queues, Clock: o.Clock,
 			ProgressInterval: 10 * time.Millisecond, PollInterval: 50 * time.Millisecond,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		builtin.Register(eng)
-		if o.Processor != nil {
-			r, err := process.New(st, eng, "", []process.Namespace{{Name: "orders", Processor: o.Processor}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			apiCfg.Processes, cfg.Processes = r, r
-		}
-		if o.Upstream != nil {
-			gcfg := gateway.Config{Store: st, Engine: eng, Logger: logger,
-				Upstreams: []gateway.Upstream{{Name: "reports", URL: o.Upstream}}}
-			if o.Secret != "" {
-				gcfg.Authorizer = httpapi.NewAuthorizer(st, o.Secret)
-			}
-			if gw, err = gateway.New(gcfg); err != nil {
-				t.Fatal(err)
-			}
-			apiCfg.Async, cfg.Async = gw.Results(), gw
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- eng.Run(ctx) }()
-		t.Cleanup(func() {
-			cancel()
-			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("engine: %v", err)
-			}
-		})
-		cfg.Leading = eng.Leading
+		},
+		HTTP: jobd.HTTPConfig{
+			PollInterval:        10 * time.Millisecond,
+			MaxStreamsPerCaller: o.MaxStreamsPerCaller, StreamRecheck: o.StreamRecheck, StreamMaxAge: o.StreamMaxAge,
+		},
+		Metrics:   jobd.MetricsConfig{HealthInterval: o.HealthInterval},
+		Dashboard: jobd.DashboardConfig{ScanLimit: o.ScanLimit},
 	}
-	apiHandler, err := httpapi.New(apiCfg)
+	if o.Processor != nil {
+		cfg.Processes = []process.Namespace{{Name: "orders", Processor: o.Processor}}
+		cfg.Engine.Queues = append(cfg.Engine.Queues, engine.QueueConfig{Queue: process.DefaultQueue, Concurrency: 2})
+	}
+	if o.Upstream != nil {
+		cfg.Gateway.Upstreams = []jobd.Upstream{{Name: "reports", URL: o.Upstream}}
+		cfg.Engine.Queues = append(cfg.Engine.Queues, engine.QueueConfig{Queue: gateway.Queue, Concurrency: 2})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	node, err := jobd.NewServer(ctx, cfg)
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
-	stream, err := httpapi.NewJobStream(apiCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.JobStream = stream
-	ui, err := web.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	web.Mount(mux, ui)
-	if gw != nil {
-		gwHandler := gw.Handler()
-		for _, p := range []string{"/gw/", "/_api/job", "/_api/job/"} {
-			mux.Handle(p, gwHandler)
+	done := make(chan error, 1)
+	go func() { done <- node.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("server: %v", err)
 		}
-	}
-	mux.Handle("/", apiHandler)
+		if err := node.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
 	var srv *httptest.Server
 	if o.TLS {
-		srv = httptest.NewTLSServer(mux)
+		srv = httptest.NewTLSServer(node.Handler())
 	} else {
-		srv = httptest.NewServer(mux)
+		srv = httptest.NewServer(node.Handler())
 	}
-	t.Cleanup(srv.Close)
+	t.Cleanup(srv.Close) // first: the requests end before the node stops
 	c, err := client.New(srv.URL, o.Secret, client.WithHTTPClient(srv.Client()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &dash{t: t, URL: srv.URL, store: st, srv: srv, api: c}
+	return &dash{t: t, URL: srv.URL, store: st, srv: srv, secret: o.Secret, api: c}
 }
+
+// metrics reads GET /metrics: its lines.
+func (d *dash) metrics() []string {
+	d.t.Helper()
+	req, err := http.NewRequest("GET", d.URL+"/metrics", nil)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	if d.secret != "" {
+		req.Header.Set("Authorization", "Bearer "+d.secret)
+	}
+	resp, err := d.srv.Client().Do(req)
+	if err != nil {
+		d.t.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		d.t.Fatalf("GET /metrics: %d %v", resp.StatusCode, err)
+	}
+	return strings.Split(string(body), "\n")
+}
+
+// waitMetrics polls GET /metrics, every 10 ms for at most 30 s, until
+// ok holds of its lines; sent is when the request was sent.
+func (d *dash) waitMetrics(what string, ok func(lines []string, sent time.Time) bool) {
+	d.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		sent := time.Now()
+		if ok(d.metrics(), sent) {
+			return
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("GET /metrics: no %s after 30s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitMetric waits until GET /metrics has line: the node's queue
+// health gauges show a snapshot with it.
+func (d *dash) waitMetric(line string) {
+	d.t.Helper()
+	d.waitMetrics(line, func(lines []string, _ time.Time) bool { return slices.Contains(lines, line) })
+}
+
+// waitSnapshot waits until the node's queue health snapshot, which the
+// overview's counts come from, was begun after this call: it shows what
+// the test wrote before. The node's HealthInterval must be short.
+func (d *dash) waitSnapshot() {
+	d.t.Helper()
+	called := time.Now()
+	d.waitMetrics("queue health snapshot begun after the test's writes", func(lines []string, sent time.Time) bool {
+		// The gauges were collected after sent: the snapshot was begun
+		// after sent, less its age and its refresh's duration.
+		age, took := gauge(lines, "jobd_queue_health_age_seconds"), gauge(lines, "jobd_queue_health_refresh_duration_seconds")
+		return age >= 0 && took >= 0 && !sent.Add(-seconds(age)-seconds(took)).Before(called)
+	})
+}
+
+// gauge is the value of an unlabelled gauge in metrics lines, -1 when
+// absent.
+func gauge(lines []string, name string) float64 {
+	for _, l := range lines {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err == nil {
+				return f
+			}
+		}
+	}
+	return -1
+}
+
+func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
 
 // submit submits a job through the API.
 func (d *dash) submit(req api.SubmitRequest) *api.Job {

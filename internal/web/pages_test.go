@@ -26,7 +26,7 @@ import (
 // script.
 func TestOverview(t *testing.T) {
 	eachStore(t, func(t *testing.T, st store.Store) {
-		d := newDash(t, st, dashOptions{Engine: true})
+		d := newDash(t, st, dashOptions{Engine: true, HealthInterval: 10 * time.Millisecond})
 		ctx := context.Background()
 		for i := 0; i < 3; i++ {
 			j := d.submit(api.SubmitRequest{Kind: "noop"})
@@ -41,6 +41,7 @@ func TestOverview(t *testing.T) {
 		if _, err := d.api.PauseQueue(ctx, "later"); err != nil {
 			t.Fatal(err)
 		}
+		d.waitSnapshot()
 
 		b := d.browser()
 		p := b.get("/ui/")

@@ -161,12 +161,10 @@ func TestPauseShowsAtOnce(t *testing.T) {
 		if _, err := st.JobInsertMany(context.Background(), []job.InsertParams{{Queue: "emails", Kind: "render"}}); err != nil {
 			t.Fatal(err)
 		}
-		h, err := st.QueueHealth(context.Background(), store.HealthParams{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The node's snapshot, taken before the actions and never refreshed.
-		d := newDash(t, st, dashOptions{Health: func() (*store.Health, time.Time) { return h, h.At }})
+		// The node's snapshot, taken at its start, before the actions, and
+		// not refreshed within the test.
+		d := newDash(t, st, dashOptions{HealthInterval: time.Hour})
+		d.waitMetric(`jobd_queue_paused{queue="emails"} 0`)
 		b := d.browser()
 		check := func(what string, paused bool) {
 			t.Helper()

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jobd/jobd/api"
-	"github.com/jobd/jobd/internal/httpapi"
 	"github.com/jobd/jobd/store"
 )
 
@@ -18,11 +17,7 @@ import (
 // its session is revoked.
 func TestStreamFollowsSession(t *testing.T) {
 	eachStore(t, func(t *testing.T, st store.Store) {
-		streams, err := httpapi.NewStreams(httpapi.StreamLimits{MaxPerCaller: 1, Recheck: 10 * time.Millisecond, MaxAge: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := newDash(t, st, dashOptions{Secret: secret, Streams: streams})
+		d := newDash(t, st, dashOptions{Secret: secret, MaxStreamsPerCaller: 1, StreamRecheck: 10 * time.Millisecond, StreamMaxAge: time.Hour})
 		j := d.submit(api.SubmitRequest{Kind: "k", Queue: "idle"})
 		k := d.key("viewer", api.ScopeRead)
 		b := d.browser()
