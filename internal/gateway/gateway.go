@@ -192,16 +192,6 @@ type Gateway struct {
 	upstreams map[string]*upstream
 	client    *http.Client
 	maxBody   int64 // request body limit of an async request
-	points    points
-}
-
-// points are where the gateway reports what its tests wait for
-// (observe.Point): inert unless something attaches to them, as the tests
-// do (internal/testutil/testsignal).
-type points struct {
-	// swept reports after each pass of the result TTL with the number of
-	// results it removed.
-	swept observe.Point[int]
 }
 
 // upstream is a configured Upstream with its proxy for synchronous calls.

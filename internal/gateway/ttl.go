@@ -29,7 +29,6 @@ func (g *Gateway) removeExpired(ctx context.Context) error {
 		if total > 0 {
 			g.log.Info("gateway: removed expired results", "results", total, "ttl", g.cfg.ResultTTL)
 		}
-		g.points.swept.Report(total)
 	}()
 	for {
 		cctx, cancel := context.WithTimeout(ctx, sweepCallTimeout)
