@@ -103,6 +103,9 @@ func testFlowConcurrent(t *testing.T, e *env) {
 	if sqlite {
 		total = 400 // one writer, serialized claims: the rule, not the contention
 	}
+	if testing.Short() {
+		total /= 4
+	}
 	e.setLimits(t, q, flow.Limits{GlobalLimit: global, PartitionLimit: perPartition})
 	params := make([]job.InsertParams, total)
 	for i := range params {

@@ -380,3 +380,12 @@ func outcomeSucceeded(j *job.Job, result string) store.Outcome {
 }
 
 func compareIDs(a, b *job.Job) int { return bytes.Compare(a.ID[:], b.ID[:]) }
+
+// rounds is n, or 1 with -short: a test that repeats a race to meet it
+// more often repeats it in the full run.
+func rounds(n int) int {
+	if testing.Short() {
+		return 1
+	}
+	return n
+}

@@ -20,11 +20,12 @@ var workflowConcurrentTests = []test{
 // fan-ins at once, from eight goroutines over two nodes, in batches of
 // several sizes, some failing: the fan-in that runs on success is
 // canceled exactly once, the one that runs on any is released exactly
-// once, and no finish fails (a deadlock would). Three rounds.
+// once, and no finish fails (a deadlock would). Three rounds; one with
+// -short.
 func testWorkflowFanInConcurrent(t *testing.T, e *env) {
 	nodes := []store.Store{e.s, e.otherNode(t)}
 	const n = 1000
-	for round := range 3 {
+	for round := range rounds(3) {
 		queue := fmt.Sprintf("parts-%d", round)
 		var tasks []job.TaskParams
 		var refs []string
@@ -116,11 +117,11 @@ func testWorkflowFanInConcurrent(t *testing.T, e *env) {
 // child's end locks the child, then its parent), and every job ends as
 // the rules say: the waiting parent canceled, the running children, asked
 // to stop, succeeded as they report, the workflow canceled once they
-// are final. Three rounds.
+// are final. Three rounds; one with -short.
 func testWorkflowCancelRacesChildren(t *testing.T, e *env) {
 	nodes := []store.Store{e.s, e.otherNode(t)}
 	const flows, kids = 6, 12
-	for round := range 3 {
+	for round := range rounds(3) {
 		queue, kidQueue := fmt.Sprintf("fan-%d", round), fmt.Sprintf("kids-%d", round)
 		fs := make([]wflow, flows)
 		children := make([][]*job.Job, flows)
