@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 
 	"github.com/jobd/jobd/client"
 	"github.com/jobd/jobd/internal/httpapi"
 	"github.com/jobd/jobd/internal/testutil/pgtest"
 	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
+	"github.com/jobd/jobd/internal/testutil/teststore"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
@@ -29,7 +29,7 @@ func eachStore(t *testing.T, fn func(t *testing.T, st store.Store)) {
 			var st store.Store
 			var err error
 			if d == "sqlite" {
-				st, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "jobd.db"), sqlite.Options{})
+				st, err = sqlite.Open(ctx, teststore.SQLitePath(t), sqlite.Options{})
 			} else {
 				st, err = postgres.Open(ctx, migrated.NewDatabase(t), postgres.Options{})
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/jobd/jobd/internal/testutil/pgtest"
 	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
 	"github.com/jobd/jobd/internal/testutil/storewatch"
+	"github.com/jobd/jobd/internal/testutil/teststore"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
@@ -53,7 +53,7 @@ func openStore(t testing.TB, name string) store.Store {
 	t.Helper()
 	switch name {
 	case "sqlite":
-		return openAt(t, name, filepath.Join(t.TempDir(), "jobd.db"), true)
+		return openAt(t, name, teststore.SQLitePath(t), true)
 	case "postgres":
 		return openAt(t, name, migrated.NewDatabase(t), true)
 	}

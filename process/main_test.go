@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/jobd/jobd/internal/testutil/pgtest"
 	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
 	"github.com/jobd/jobd/internal/testutil/storewatch"
+	"github.com/jobd/jobd/internal/testutil/teststore"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
 	"github.com/jobd/jobd/store/sqlite"
@@ -39,7 +39,7 @@ func openStore(t *testing.T, driver string) store.Store {
 	)
 	switch driver {
 	case "sqlite":
-		st, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "jobd.db"), sqlite.Options{})
+		st, err = sqlite.Open(ctx, teststore.SQLitePath(t), sqlite.Options{})
 	case "postgres":
 		st, err = postgres.Open(ctx, migrated.NewDatabase(t), postgres.Options{Logger: slog.New(slog.DiscardHandler)})
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/jobd/jobd/clock"
 	"github.com/jobd/jobd/internal/testutil/pgtest"
 	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
+	"github.com/jobd/jobd/internal/testutil/teststore"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/schedule"
 	"github.com/jobd/jobd/store"
@@ -46,7 +46,7 @@ func eachStore(t *testing.T, fn func(t *testing.T, f *fixture)) {
 				err error
 			)
 			if driver == "sqlite" {
-				st, err = sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "jobd.db"), sqlite.Options{Clock: clk})
+				st, err = sqlite.Open(t.Context(), teststore.SQLitePath(t), sqlite.Options{Clock: clk})
 			} else {
 				st, err = postgres.Open(t.Context(), migrated.NewDatabase(t), postgres.Options{Clock: clk, Logger: discard})
 			}

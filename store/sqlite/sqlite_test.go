@@ -3,13 +3,13 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"path/filepath"
 	"strconv"
 	"testing"
 
 	"github.com/google/uuid"
 
 	"github.com/jobd/jobd/clock"
+	"github.com/jobd/jobd/internal/testutil/filetemplate"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/storetest"
 )
@@ -66,8 +66,22 @@ func journalEntries(t testing.TB, s *Store) int {
 // openTemp opens a migrated Store on a new file of its own.
 func openTemp(t testing.TB, c clock.Clock) *Store {
 	t.Helper()
-	return openAt(t, filepath.Join(t.TempDir(), "jobd.db"), c)
+	return openAt(t, migrated.NewCopy(t, "jobd.db"), c)
 }
+
+// migrated is a database migrated once, copied for each openTemp.
+var migrated = filetemplate.New(func(path string) error {
+	ctx := context.Background()
+	s, err := Open(ctx, path, Options{})
+	if err != nil {
+		return err
+	}
+	if err := s.Migrate(ctx); err != nil {
+		s.Close()
+		return err
+	}
+	return s.Close()
+})
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, c clock.Clock) store.Store {

@@ -1,5 +1,6 @@
 // Package teststore opens, for tests, a migrated store of either driver:
-// SQLite in a file of the test's temporary directory, PostgreSQL in a
+// SQLite in a copy of a database migrated once, in the test's temporary
+// directory, PostgreSQL in a
 // copy of the migrated template (internal/testutil/pgtest/migrated; the test
 // binary's TestMain must call pgtest.Main). The store closes when the
 // test ends.
@@ -7,9 +8,9 @@ package teststore
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
+	"github.com/jobd/jobd/internal/testutil/filetemplate"
 	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
@@ -28,7 +29,7 @@ func Open(t testing.TB, driver string) store.Store {
 	var err error
 	switch driver {
 	case "sqlite":
-		st, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "jobd.db"), sqlite.Options{})
+		st, err = sqlite.Open(ctx, SQLitePath(t), sqlite.Options{})
 	case "postgres":
 		st, err = postgres.Open(ctx, migrated.NewDatabase(t), postgres.Options{})
 	default:
@@ -43,6 +44,29 @@ func Open(t testing.TB, driver string) store.Store {
 	}
 	return st
 }
+
+// SQLitePath returns the path of a new SQLite database, already migrated,
+// in t's temporary directory: a copy of one migrated once per test
+// binary.
+func SQLitePath(t testing.TB) string {
+	t.Helper()
+	return sqliteMigrated.NewCopy(t, "jobd.db")
+}
+
+// sqliteMigrated is an SQLite database migrated once, copied for each
+// SQLitePath.
+var sqliteMigrated = filetemplate.New(func(path string) error {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		return err
+	}
+	if err := s.Migrate(ctx); err != nil {
+		s.Close()
+		return err
+	}
+	return s.Close()
+})
 
 // Each runs fn as a parallel subtest per driver, on a store of its own.
 func Each(t *testing.T, fn func(t *testing.T, st store.Store)) {
