@@ -22,6 +22,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // eachStore runs fn as a parallel subtest per store driver.
 func eachStore(t *testing.T, fn func(t *testing.T, st store.Store)) {
+	t.Parallel()
 	for _, d := range []string{"sqlite", "postgres"} {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()

@@ -27,6 +27,7 @@ import (
 // eachStoreOnClock runs fn, in parallel, against a fresh migrated store of
 // each driver that tells the time by a fake clock, which the test moves.
 func eachStoreOnClock(t *testing.T, fn func(t *testing.T, s store.Store, clk *clock.Fake)) {
+	t.Parallel()
 	for _, name := range drivers {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -31,6 +31,7 @@ var drivers = []string{"sqlite", "postgres"}
 // eachStore runs fn, in parallel, against a fresh migrated store of each
 // driver.
 func eachStore(t *testing.T, fn func(t *testing.T, s store.Store)) {
+	t.Parallel()
 	for _, name := range drivers {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

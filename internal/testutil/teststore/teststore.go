@@ -68,9 +68,12 @@ var sqliteMigrated = filetemplate.New(func(path string) error {
 	return s.Close()
 })
 
-// Each runs fn as a parallel subtest per driver, on a store of its own.
+// Each runs fn as a parallel subtest per driver, on a store of its own;
+// t itself runs in parallel with the other tests (it must not call
+// t.Parallel itself, nor Setenv).
 func Each(t *testing.T, fn func(t *testing.T, st store.Store)) {
 	t.Helper()
+	t.Parallel()
 	for _, d := range Drivers {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()

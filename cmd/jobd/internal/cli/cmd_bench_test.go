@@ -21,6 +21,7 @@ import (
 // eachBenchDatabase runs fn as a parallel subtest per store driver with
 // the URL of a fresh, migrated database and a store open on it.
 func eachBenchDatabase(t *testing.T, fn func(t *testing.T, database string, st store.Store)) {
+	t.Parallel()
 	for _, d := range []string{"sqlite", "postgres"} {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()

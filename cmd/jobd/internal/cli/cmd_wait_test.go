@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/jobd/jobd/internal/httpapi"
 	"github.com/jobd/jobd/internal/testutil/pgtest"
 	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
+	"github.com/jobd/jobd/internal/testutil/teststore"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
@@ -33,6 +33,7 @@ type apiServer struct {
 // eachServer runs fn as a parallel subtest per store driver, with a
 // server whose admin secret is in the commands' environment (JOBD_KEY).
 func eachServer(t *testing.T, fn func(t *testing.T, s *apiServer)) {
+	t.Parallel()
 	for _, d := range []string{"sqlite", "postgres"} {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
@@ -40,7 +41,7 @@ func eachServer(t *testing.T, fn func(t *testing.T, s *apiServer)) {
 			var st store.Store
 			var err error
 			if d == "sqlite" {
-				st, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "jobd.db"), sqlite.Options{})
+				st, err = sqlite.Open(ctx, teststore.SQLitePath(t), sqlite.Options{})
 			} else {
 				st, err = postgres.Open(ctx, migrated.NewDatabase(t), postgres.Options{})
 			}

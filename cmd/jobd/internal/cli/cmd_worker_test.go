@@ -27,6 +27,7 @@ import (
 	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
 	"github.com/jobd/jobd/internal/testutil/storewatch"
 	"github.com/jobd/jobd/internal/testutil/testsignal"
+	"github.com/jobd/jobd/internal/testutil/teststore"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
 	"github.com/jobd/jobd/store/postgres"
@@ -79,6 +80,7 @@ type proxy interface {
 // eachProxiedWorkerServer is eachWorkerServer whose API each server
 // serves through a proxy of its own, newProxy's (none when nil).
 func eachProxiedWorkerServer(t *testing.T, newProxy func() proxy, fn func(t *testing.T, s *workerServer, p proxy)) {
+	t.Parallel()
 	for _, d := range []string{"sqlite", "postgres"} {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
@@ -86,7 +88,7 @@ func eachProxiedWorkerServer(t *testing.T, newProxy func() proxy, fn func(t *tes
 			var st store.Store
 			var err error
 			if d == "sqlite" {
-				st, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "jobd.db"), sqlite.Options{})
+				st, err = sqlite.Open(ctx, teststore.SQLitePath(t), sqlite.Options{})
 			} else {
 				st, err = postgres.Open(ctx, migrated.NewDatabase(t), postgres.Options{})
 			}
