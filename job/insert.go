@@ -116,14 +116,13 @@ func (p *InsertParams) Normalize(maxArgs int) (argsHash string, err error) {
 			return "", err
 		}
 	}
-	obj, err := checkArgs(&p.Args, maxArgs)
-	if err != nil {
+	if err := checkArgs(&p.Args, maxArgs); err != nil {
 		return "", err
 	}
-	for field, v := range map[string]string{"lock_key": p.LockKey, "partition_key": p.PartitionKey,
-		"idempotency_key": p.IdempotencyKey, "idempotency_fingerprint": p.IdempotencyFingerprint} {
-		if len(v) > MaxKeyBytes || CheckText(field, v) != nil {
-			return "", Invalid(field, "must be valid UTF-8 of at most %d bytes, without NUL", MaxKeyBytes)
+	for _, key := range [...]struct{ field, v string }{{"lock_key", p.LockKey}, {"partition_key", p.PartitionKey},
+		{"idempotency_key", p.IdempotencyKey}, {"idempotency_fingerprint", p.IdempotencyFingerprint}} {
+		if len(key.v) > MaxKeyBytes || CheckText(key.field, key.v) != nil {
+			return "", Invalid(key.field, "must be valid UTF-8 of at most %d bytes, without NUL", MaxKeyBytes)
 		}
 	}
 	if p.TraceParent != "" && !ValidTraceParent(p.TraceParent) {
@@ -138,16 +137,23 @@ func (p *InsertParams) Normalize(maxArgs int) (argsHash string, err error) {
 	if p.Prefers, err = NormalizeCapabilities("prefers", p.Prefers); err != nil {
 		return "", err
 	}
-	switch p.Unique {
-	case UniqueNone:
-	case UniqueActive:
+	if p.Unique != UniqueNone && p.Unique != UniqueActive {
+		return "", Invalid("unique", "must be %q or empty, got %q", UniqueActive, p.Unique)
+	}
+	needFingerprint := p.IdempotencyKey != "" && p.IdempotencyFingerprint == ""
+	if p.Unique == UniqueNone && !needFingerprint {
+		return "", nil // the args need not be decoded: most inserts
+	}
+	obj, err := decodeObject(p.Args)
+	if err != nil {
+		return "", Invalid("args", "must be a JSON object")
+	}
+	if p.Unique == UniqueActive {
 		if argsHash, err = ArgsHash(p.Queue, p.Kind, obj); err != nil {
 			return "", err
 		}
-	default:
-		return "", Invalid("unique", "must be %q or empty, got %q", UniqueActive, p.Unique)
 	}
-	if p.IdempotencyKey != "" && p.IdempotencyFingerprint == "" {
+	if needFingerprint {
 		if p.IdempotencyFingerprint, err = fingerprint(p, obj); err != nil {
 			return "", err
 		}
@@ -156,22 +162,25 @@ func (p *InsertParams) Normalize(maxArgs int) (argsHash string, err error) {
 }
 
 // checkArgs checks args as every store keeps them: a JSON object of at
-// most maxArgs bytes ({} when empty), and returns it decoded.
-func checkArgs(args *json.RawMessage, maxArgs int) (map[string]any, error) {
+// most maxArgs bytes ({} when empty), without decoding it.
+func checkArgs(args *json.RawMessage, maxArgs int) error {
 	if len(*args) > maxArgs {
-		return nil, Invalid("args", "is %d bytes, over the limit of %d", len(*args), maxArgs)
+		return Invalid("args", "is %d bytes, over the limit of %d", len(*args), maxArgs)
 	}
-	if len(bytes.TrimSpace(*args)) == 0 {
+	trimmed := bytes.TrimSpace(*args)
+	if len(trimmed) == 0 {
 		*args = json.RawMessage(`{}`)
+		return nil
 	}
 	if err := CheckJSON("args", *args); err != nil {
-		return nil, err
+		return err
 	}
-	obj, err := decodeObject(*args)
-	if err != nil {
-		return nil, Invalid("args", "must be a JSON object")
+	// One valid JSON value (CheckJSON) that opens with a brace is an
+	// object: no need to decode it to know.
+	if trimmed[0] != '{' {
+		return Invalid("args", "must be a JSON object")
 	}
-	return obj, nil
+	return nil
 }
 
 // RerunArgs checks the args a rerun of j gives it (see Rerun) as
@@ -185,9 +194,12 @@ func RerunArgs(j *Job, args json.RawMessage, maxArgs int) (checked json.RawMessa
 	if maxArgs <= 0 {
 		maxArgs = DefaultMaxArgsBytes
 	}
-	obj, err := checkArgs(&args, maxArgs)
-	if err != nil {
+	if err := checkArgs(&args, maxArgs); err != nil {
 		return nil, "", false, err
+	}
+	obj, err := decodeObject(args)
+	if err != nil {
+		return nil, "", false, Invalid("args", "must be a JSON object")
 	}
 	old, err := decodeObject(j.Args)
 	if err != nil {

@@ -104,3 +104,28 @@ func TestNormalizeRejectsWhatPostgreSQLCannotStore(t *testing.T) {
 		}
 	}
 }
+
+// TestNormalizeArgsMustBeOneObject: args are one JSON object, told from
+// the text without decoding it unless a hash or fingerprint needs it.
+func TestNormalizeArgsMustBeOneObject(t *testing.T) {
+	for _, args := range []string{`[1]`, `"x"`, `null`, `1`, `{} {}`, `{"a":`, `{"a":1}x`, ` [] `} {
+		for _, p := range []InsertParams{
+			{Kind: "k", Args: json.RawMessage(args)},
+			{Kind: "k", Args: json.RawMessage(args), Unique: UniqueActive},
+			{Kind: "k", Args: json.RawMessage(args), IdempotencyKey: "key"},
+		} {
+			_, err := p.Normalize(0)
+			var ve *ValidationError
+			if !errors.As(err, &ve) || ve.Field != "args" {
+				t.Errorf("args %s (unique %q, key %q): %v, want a validation error naming args", args, p.Unique, p.IdempotencyKey, err)
+			}
+		}
+	}
+	for _, args := range []string{``, `  `, `{}`, " {\"a\": [1, {\"b\": null}]}\n"} {
+		p := InsertParams{Kind: "k", Args: json.RawMessage(args), IdempotencyKey: "key", Unique: UniqueActive}
+		hash, err := p.Normalize(0)
+		if err != nil || hash == "" || p.IdempotencyFingerprint == "" {
+			t.Errorf("args %q: hash %q fingerprint %q err %v; want both and no error", args, hash, p.IdempotencyFingerprint, err)
+		}
+	}
+}
