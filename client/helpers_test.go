@@ -10,40 +10,16 @@ import (
 	"github.com/jobd/jobd/client"
 	"github.com/jobd/jobd/internal/httpapi"
 	"github.com/jobd/jobd/internal/testutil/pgtest"
-	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
 	"github.com/jobd/jobd/internal/testutil/teststore"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
-	"github.com/jobd/jobd/store/postgres"
-	"github.com/jobd/jobd/store/sqlite"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // eachStore runs fn as a parallel subtest per store driver.
 func eachStore(t *testing.T, fn func(t *testing.T, st store.Store)) {
-	t.Parallel()
-	for _, d := range []string{"sqlite", "postgres"} {
-		t.Run(d, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			var st store.Store
-			var err error
-			if d == "sqlite" {
-				st, err = sqlite.Open(ctx, teststore.SQLitePath(t), sqlite.Options{})
-			} else {
-				st, err = postgres.Open(ctx, migrated.NewDatabase(t), postgres.Options{})
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			if err := st.Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
-			fn(t, st)
-		})
-	}
+	teststore.Each(t, fn)
 }
 
 // serve runs the API over st (wrapped by wrap, if not nil) and returns a

@@ -34,6 +34,13 @@ func CheckJSON(field string, raw []byte) error {
 	if !json.Valid(raw) {
 		return Invalid(field, "must be JSON")
 	}
+	return CheckJSONText(field, raw)
+}
+
+// CheckJSONText is CheckJSON for text already known to be valid JSON (a
+// body encoding/json has decoded): the checks of what no store keeps,
+// without parsing it again.
+func CheckJSONText(field string, raw []byte) error {
 	if !utf8.Valid(raw) {
 		return Invalid(field, "must be valid UTF-8")
 	}

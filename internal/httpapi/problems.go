@@ -124,7 +124,7 @@ func checkMembers(body []byte) error {
 	// a member has one less of than the body: a clean body has clean
 	// members. That is the usual case, told in one pass without decoding;
 	// otherwise each member is checked, to name the one at fault.
-	if job.CheckJSON("body", body) == nil {
+	if job.CheckJSONText("body", body) == nil {
 		return nil
 	}
 	var members map[string]json.RawMessage

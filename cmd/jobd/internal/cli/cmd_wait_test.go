@@ -13,12 +13,9 @@ import (
 	"github.com/jobd/jobd/api"
 	"github.com/jobd/jobd/internal/httpapi"
 	"github.com/jobd/jobd/internal/testutil/pgtest"
-	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
 	"github.com/jobd/jobd/internal/testutil/teststore"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
-	"github.com/jobd/jobd/store/postgres"
-	"github.com/jobd/jobd/store/sqlite"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -37,21 +34,7 @@ func eachServer(t *testing.T, fn func(t *testing.T, s *apiServer)) {
 	for _, d := range []string{"sqlite", "postgres"} {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
-			var st store.Store
-			var err error
-			if d == "sqlite" {
-				st, err = sqlite.Open(ctx, teststore.SQLitePath(t), sqlite.Options{})
-			} else {
-				st, err = postgres.Open(ctx, migrated.NewDatabase(t), postgres.Options{})
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			if err := st.Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
+			st := teststore.Open(t, d)
 			h, err := httpapi.New(httpapi.Config{Store: st, AdminSecret: "admin-secret", PollInterval: 5e6})
 			if err != nil {
 				t.Fatal(err)

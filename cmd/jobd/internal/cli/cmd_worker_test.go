@@ -24,14 +24,11 @@ import (
 	"github.com/jobd/jobd/engine"
 	"github.com/jobd/jobd/internal/httpapi"
 	"github.com/jobd/jobd/internal/remote"
-	"github.com/jobd/jobd/internal/testutil/pgtest/migrated"
 	"github.com/jobd/jobd/internal/testutil/storewatch"
 	"github.com/jobd/jobd/internal/testutil/testsignal"
 	"github.com/jobd/jobd/internal/testutil/teststore"
 	"github.com/jobd/jobd/job"
 	"github.com/jobd/jobd/store"
-	"github.com/jobd/jobd/store/postgres"
-	"github.com/jobd/jobd/store/sqlite"
 )
 
 // preferWindow is the test servers' prefer window: short, so that the
@@ -85,20 +82,7 @@ func eachProxiedWorkerServer(t *testing.T, newProxy func() proxy, fn func(t *tes
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			var st store.Store
-			var err error
-			if d == "sqlite" {
-				st, err = sqlite.Open(ctx, teststore.SQLitePath(t), sqlite.Options{})
-			} else {
-				st, err = postgres.Open(ctx, migrated.NewDatabase(t), postgres.Options{})
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			if err := st.Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
+			st := teststore.Open(t, d)
 			st = storewatch.Wrap(st)
 			eng, err := engine.New(engine.Config{Store: st, Listen: true, Logger: slog.New(slog.DiscardHandler), ReaperInterval: 100 * time.Millisecond, PreferWindow: preferWindow})
 			if err != nil {
