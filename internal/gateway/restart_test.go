@@ -59,7 +59,31 @@ func TestResultTTL(t *testing.T) {
 		want(t, "GET before the TTL", n.do("GET", "/api/v1/async/"+id.String(), ""), http.StatusOK)
 
 		clk.Advance(time.Hour + time.Minute)
+		// The fake clock drives the whole node: after the jump its leader
+		// term has lapsed, and the election and the sweep wait on timers
+		// of that clock. Keep it moving so that they fire.
+		keepMoving(t, clk)
 		n.waitGone(id)
 		want(t, "GET after the TTL", n.do("GET", "/api/v1/async/"+id.String(), ""), http.StatusNotFound)
 	})
+}
+
+// keepMoving advances clk by 100 ms every 5 ms until t ends.
+func keepMoving(t *testing.T, clk *clock.Fake) {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				clk.Advance(100 * time.Millisecond)
+			}
+		}
+	}()
+	t.Cleanup(func() { close(done); <-stopped })
 }
